@@ -1,0 +1,443 @@
+//! `mnemo bench`: figures measured through the socket against a running mnemod. It prints
+//! and asserts nothing. Run it against a daemon on a scratch data dir: it adds memories.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use mnemo_client::protocol::daemon::Status;
+use mnemo_client::protocol::memory::{
+    AddBatch, AddBatchParams, AddParams, Filter, List, ListParams, Search, SearchMode, SearchParams,
+};
+use mnemo_client::protocol::NoParams;
+use mnemo_client::Client;
+use serde_json::{json, Value};
+
+use crate::connect;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchWhat,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchWhat {
+    /// Ingest throughput: chat-length texts added one request at a time by concurrent clients,
+    /// then in batches.
+    Ingest {
+        #[arg(long, default_value_t = 2000)]
+        count: usize,
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+    },
+    /// Search latency (p50/p95/p99, query embedding included) at each store size.
+    Search {
+        /// Store sizes; the bench namespace is topped up to each in turn.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+        sizes: Vec<usize>,
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        #[arg(long, default_value = "hybrid")]
+        mode: SearchMode,
+    },
+    /// Retrieval quality on LoCoMo: evidence recall@k per category and mode.
+    Locomo {
+        #[arg(long, default_value = "../shared/data/locomo/locomo-dev.json")]
+        path: PathBuf,
+        /// Skip ingesting (the namespaces are already loaded).
+        #[arg(long)]
+        no_ingest: bool,
+    },
+}
+
+pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
+    let mut client = connect(socket).await?;
+    let status = client.call::<Status>(&NoParams {}).await?;
+    let embedder = status
+        .components
+        .iter()
+        .find(|c| c.name == "embedder")
+        .map(|c| c.detail.clone())
+        .unwrap_or_default();
+    println!(
+        "mnemod {} at {}; embedder: {embedder}",
+        status.version, status.socket
+    );
+    match args.what {
+        BenchWhat::Ingest {
+            count,
+            clients,
+            batch,
+        } => ingest(socket, count, clients, batch).await,
+        BenchWhat::Search {
+            sizes,
+            queries,
+            mode,
+        } => search(&mut client, &sizes, queries, mode).await,
+        BenchWhat::Locomo { path, no_ingest } => locomo(&mut client, &path, !no_ingest).await,
+    }
+}
+
+/// Chat-like sentences, varied enough that neither retriever has it easy.
+fn chat_text(i: usize) -> String {
+    const WHO: [&str; 8] = [
+        "I",
+        "My sister",
+        "Jordan",
+        "Our team",
+        "The neighbours",
+        "Grandma",
+        "Priya",
+        "My manager",
+    ];
+    const DID: [&str; 10] = [
+        "finally booked the trip to",
+        "keeps talking about",
+        "was really stressed about",
+        "had a great time at",
+        "is thinking of moving to",
+        "wrote a long post about",
+        "got tickets for",
+        "can't stop cooking food from",
+        "started volunteering at",
+        "spent the weekend fixing things in",
+    ];
+    const WHAT: [&str; 12] = [
+        "Lisbon",
+        "the community garden",
+        "the new climbing gym",
+        "a jazz festival",
+        "the old farmhouse",
+        "the pottery class",
+        "Kyoto",
+        "the marathon route",
+        "the animal shelter",
+        "the lake cabin",
+        "the downtown library",
+        "a vegan bakery",
+    ];
+    const WHEN: [&str; 6] = [
+        "last Tuesday",
+        "this morning",
+        "over the holidays",
+        "two weeks ago",
+        "yesterday",
+        "in the spring",
+    ];
+    format!(
+        "{} {} {} {}, and honestly it made me think about {} again (note {i}).",
+        WHO[i % 8],
+        DID[(i / 8) % 10],
+        WHAT[(i / 80) % 12],
+        WHEN[(i / 7) % 6],
+        WHAT[(i * 7 + 3) % 12]
+    )
+}
+
+fn item(content: String, namespace: &str) -> AddParams {
+    AddParams {
+        content,
+        namespace: Some(namespace.into()),
+        ..Default::default()
+    }
+}
+
+async fn ingest(socket: &Path, count: usize, clients: usize, batch: usize) -> anyhow::Result<()> {
+    let run = format!("bench-ingest-{}", std::process::id());
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (socket, run) = (socket.to_path_buf(), run.clone());
+            tokio::spawn(async move {
+                let mut client = Client::connect(&socket).await?;
+                for i in (c..count).step_by(clients) {
+                    client
+                        .call::<mnemo_client::protocol::memory::Add>(&item(chat_text(i), &run))
+                        .await?;
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await??;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "single adds: {count} texts by {clients} clients in {secs:.2} s = {:.1} texts/s",
+        count as f64 / secs
+    );
+
+    let mut client = Client::connect(socket).await?;
+    let started = Instant::now();
+    for chunk in (0..count).collect::<Vec<_>>().chunks(batch) {
+        let items = chunk
+            .iter()
+            .map(|&i| item(chat_text(i + count), &run))
+            .collect();
+        client.call::<AddBatch>(&AddBatchParams { items }).await?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "add_batch of {batch}: {count} texts in {secs:.2} s = {:.1} texts/s",
+        count as f64 / secs
+    );
+    Ok(())
+}
+
+async fn count_namespace(client: &mut Client, namespace: &str) -> anyhow::Result<usize> {
+    // Pages of 1000 ids; cheap next to the adds that follow.
+    let mut total = 0;
+    let mut cursor = None;
+    loop {
+        let page = client
+            .call::<List>(&ListParams {
+                filter: Filter {
+                    namespace: Some(namespace.into()),
+                    ..Default::default()
+                },
+                limit: Some(1000),
+                cursor,
+            })
+            .await?;
+        total += page.memories.len();
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(total);
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+async fn search(
+    client: &mut Client,
+    sizes: &[usize],
+    queries: usize,
+    mode: SearchMode,
+) -> anyhow::Result<()> {
+    const NS: &str = "bench-search";
+    for &size in sizes {
+        let have = count_namespace(client, NS).await?;
+        if have < size {
+            let started = Instant::now();
+            let mut added = have;
+            while added < size {
+                let n = (size - added).min(500);
+                let items = (added..added + n).map(|i| item(chat_text(i), NS)).collect();
+                client.call::<AddBatch>(&AddBatchParams { items }).await?;
+                added += n;
+                eprint!("\rtopping up to {size}: {added}");
+            }
+            eprintln!(" in {:.0} s", started.elapsed().as_secs_f64());
+        }
+        let mut took = Vec::with_capacity(queries);
+        for q in 0..queries {
+            let query = format!(
+                "who {} {}",
+                ["went to", "talked about", "is moving to", "volunteers at"][q % 4],
+                [
+                    "Kyoto",
+                    "the garden",
+                    "the shelter",
+                    "the lake cabin",
+                    "jazz"
+                ][q % 5]
+            );
+            let started = Instant::now();
+            client
+                .call::<Search>(&SearchParams {
+                    query,
+                    k: Some(10),
+                    mode,
+                    filter: Filter {
+                        namespace: Some(NS.into()),
+                        ..Default::default()
+                    },
+                    explain: false,
+                })
+                .await?;
+            took.push(started.elapsed());
+        }
+        took.sort();
+        println!(
+            "search {mode:?} at {size} memories: p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms  ({queries} queries, k=10, through the socket)",
+            percentile(&took, 0.5),
+            percentile(&took, 0.95),
+            percentile(&took, 0.99)
+        );
+    }
+    Ok(())
+}
+
+/// "1:56 pm on 8 May, 2023" -> RFC 3339.
+fn locomo_date(text: &str) -> Option<String> {
+    chrono::NaiveDateTime::parse_from_str(text.trim(), "%I:%M %p on %d %B, %Y")
+        .ok()
+        .map(|t| t.and_utc().to_rfc3339())
+}
+
+const KS: [usize; 4] = [1, 5, 10, 20];
+
+async fn locomo(client: &mut Client, path: &Path, load: bool) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let samples: Vec<Value> =
+        serde_json::from_str(&text).context("LoCoMo file is not a JSON list")?;
+    if load {
+        let started = Instant::now();
+        let mut turns = 0;
+        for sample in &samples {
+            let ns = format!("locomo-{}", sample["sample_id"].as_str().unwrap_or("x"));
+            let conv = &sample["conversation"];
+            let mut items = Vec::new();
+            for s in 1.. {
+                let Some(session) = conv.get(format!("session_{s}")).and_then(Value::as_array)
+                else {
+                    break;
+                };
+                let date = conv
+                    .get(format!("session_{s}_date_time"))
+                    .and_then(Value::as_str)
+                    .and_then(locomo_date);
+                for turn in session {
+                    let mut content = format!(
+                        "{}: {}",
+                        turn["speaker"].as_str().unwrap_or("?"),
+                        turn["text"].as_str().unwrap_or("")
+                    );
+                    if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
+                        content.push_str(&format!(" [shares a photo: {caption}]"));
+                    }
+                    items.push(AddParams {
+                        content,
+                        namespace: Some(ns.clone()),
+                        session_id: Some(format!("session_{s}")),
+                        occurred_at: date.clone(),
+                        metadata: Some(json!({ "dia_id": turn["dia_id"] })),
+                        ..Default::default()
+                    });
+                }
+            }
+            turns += items.len();
+            for chunk in items.chunks(200) {
+                client
+                    .call::<AddBatch>(&AddBatchParams {
+                        items: chunk.to_vec(),
+                    })
+                    .await?;
+            }
+        }
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "loaded {turns} turns in {secs:.1} s ({:.1} turns/s)",
+            turns as f64 / secs
+        );
+    }
+    // recall[mode][category][k] = (sum of per-question recall, questions)
+    let mut recall: BTreeMap<String, BTreeMap<i64, [(f64, usize); 4]>> = BTreeMap::new();
+    for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
+        for sample in &samples {
+            let ns = format!("locomo-{}", sample["sample_id"].as_str().unwrap_or("x"));
+            for qa in sample["qa"].as_array().into_iter().flatten() {
+                let evidence: Vec<String> = qa["evidence"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|s| s.trim().to_string())
+                    .collect();
+                if evidence.is_empty() {
+                    continue;
+                }
+                let category = qa["category"].as_i64().unwrap_or(0);
+                let r = client
+                    .call::<Search>(&SearchParams {
+                        query: qa["question"].as_str().unwrap_or("").to_string(),
+                        k: Some(20),
+                        mode,
+                        filter: Filter {
+                            namespace: Some(ns.clone()),
+                            ..Default::default()
+                        },
+                        explain: false,
+                    })
+                    .await?;
+                let found: Vec<String> = r
+                    .hits
+                    .iter()
+                    .map(|h| {
+                        h.memory.metadata["dia_id"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string()
+                    })
+                    .collect();
+                let cell = recall
+                    .entry(format!("{mode:?}"))
+                    .or_default()
+                    .entry(category)
+                    .or_insert([(0.0, 0); 4]);
+                for (slot, k) in KS.iter().enumerate() {
+                    let top = &found[..found.len().min(*k)];
+                    let hit = evidence.iter().filter(|e| top.contains(e)).count();
+                    cell[slot].0 += hit as f64 / evidence.len() as f64;
+                    cell[slot].1 += 1;
+                }
+            }
+        }
+    }
+    println!("evidence recall@1/5/10/20 (category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial)");
+    for (mode, by_cat) in &recall {
+        for (cat, cells) in by_cat {
+            let values: Vec<String> = cells
+                .iter()
+                .map(|(s, n)| format!("{:.3}", s / *n as f64))
+                .collect();
+            println!(
+                "  {mode:<6} cat {cat} (n={:>3}): {}",
+                cells[0].1,
+                values.join("  ")
+            );
+        }
+        let mut overall = [(0.0, 0); 4];
+        for (_, cells) in by_cat.iter().filter(|(c, _)| (1..=4).contains(*c)) {
+            for i in 0..4 {
+                overall[i].0 += cells[i].0;
+                overall[i].1 += cells[i].1;
+            }
+        }
+        let values: Vec<String> = overall
+            .iter()
+            .map(|(s, n)| format!("{:.3}", s / (*n).max(1) as f64))
+            .collect();
+        println!(
+            "  {mode:<6} cats 1-4 (n={:>3}): {}",
+            overall[0].1,
+            values.join("  ")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_locomo_dates() {
+        assert_eq!(
+            locomo_date("1:56 pm on 8 May, 2023").unwrap(),
+            "2023-05-08T13:56:00+00:00"
+        );
+        assert!(locomo_date("8 May").is_none());
+    }
+}

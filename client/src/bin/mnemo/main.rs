@@ -1,0 +1,127 @@
+//! `mnemo`: the command line for mnemod.
+
+mod bench;
+mod memory;
+mod output;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use mnemo_client::protocol::daemon::{Hello, HelloParams, Shutdown, Status};
+use mnemo_client::protocol::{NoParams, PROTOCOL_VERSION};
+use mnemo_client::{paths, Client, ClientError};
+
+use output::Output;
+
+/// mnemo: a local memory service for personal AI.
+///
+/// Talks to mnemod over its local socket. Every command takes --json for scripts.
+/// Exit codes: 0 success, 1 the request failed, 2 mnemod is not running.
+#[derive(Parser, Debug)]
+#[command(name = "mnemo", version, about, long_about)]
+pub struct Cli {
+    /// mnemod's socket [default: $XDG_RUNTIME_DIR/mnemo/mnemod.sock].
+    #[arg(long, env = "MNEMO_SOCKET", global = true)]
+    socket: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show the daemon's state: version, uptime, components, queues.
+    Status,
+    /// Check that mnemod answers, and how fast.
+    Ping,
+    /// Stop the daemon gracefully.
+    Shutdown,
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    #[command(flatten)]
+    Memory(memory::MemoryCommand),
+    /// Measure ingest, search latency and retrieval quality through the socket.
+    Bench(bench::BenchArgs),
+}
+
+/// Content from the argument, or from stdin when it is absent or `-`.
+pub fn content_or_stdin(arg: Option<String>) -> anyhow::Result<String> {
+    match arg.as_deref() {
+        Some("-") | None => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text)?;
+            let text = text.trim_end_matches('\n').to_string();
+            if text.trim().is_empty() {
+                anyhow::bail!("no content: give it as an argument or pipe it on stdin");
+            }
+            Ok(text)
+        }
+        Some(text) => Ok(text.to_string()),
+    }
+}
+
+pub async fn connect(socket: &std::path::Path) -> Result<Client, ClientError> {
+    Client::connect(socket).await
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let out = Output { json: cli.json };
+    let socket = cli
+        .socket
+        .clone()
+        .unwrap_or_else(paths::default_socket_path);
+    match cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "mnemo", &mut std::io::stdout());
+        }
+        Command::Status => {
+            let status = connect(&socket).await?.call::<Status>(&NoParams {}).await?;
+            out.status(&status);
+        }
+        Command::Ping => {
+            let mut client = connect(&socket).await?;
+            let started = std::time::Instant::now();
+            let hello = client
+                .call::<Hello>(&HelloParams {
+                    client: Some("mnemo".into()),
+                    protocol_version: Some(PROTOCOL_VERSION),
+                })
+                .await?;
+            out.ping(&hello, started.elapsed());
+        }
+        Command::Shutdown => {
+            let result = connect(&socket)
+                .await?
+                .call::<Shutdown>(&NoParams {})
+                .await?;
+            out.value(&result, || "mnemod is stopping".into());
+        }
+        Command::Memory(cmd) => memory::run(cmd, &socket, &out).await?,
+        Command::Bench(args) => bench::run(args, &socket).await?,
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let not_running = matches!(
+                e.downcast_ref::<ClientError>(),
+                Some(ClientError::NotRunning { .. })
+            );
+            output::error(json, &e);
+            ExitCode::from(if not_running { 2 } else { 1 })
+        }
+    }
+}

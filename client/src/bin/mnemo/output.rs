@@ -1,0 +1,196 @@
+//! How results look: JSON for scripts, short readable text for people.
+
+use std::time::Duration;
+
+use mnemo_client::protocol::daemon::{ComponentHealth, HelloResult, StatusResult};
+use mnemo_client::protocol::memory::{Memory, SearchResult};
+use mnemo_client::ClientError;
+use serde::Serialize;
+
+pub struct Output {
+    pub json: bool,
+}
+
+impl Output {
+    /// Prints `value` as JSON, or `text()` for a person.
+    pub fn value<T: Serialize>(&self, value: &T, text: impl FnOnce() -> String) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(value).unwrap_or_default()
+            );
+        } else {
+            println!("{}", text());
+        }
+    }
+
+    pub fn status(&self, s: &StatusResult) {
+        self.value(s, || {
+            let mut lines = vec![
+                format!(
+                    "mnemod {} (protocol {}), pid {}, up {}",
+                    s.version,
+                    s.protocol_version,
+                    s.pid,
+                    human_duration(s.uptime_secs)
+                ),
+                format!("  data dir   {}", s.data_dir),
+                format!("  socket     {}", s.socket),
+            ];
+            for c in &s.components {
+                let mark = match c.state {
+                    ComponentHealth::Ok => "ok",
+                    ComponentHealth::Degraded => "DEGRADED",
+                    ComponentHealth::Starting => "starting",
+                    ComponentHealth::Failed => "FAILED",
+                };
+                lines.push(format!("  {:<10} {:<8} {}", c.name, mark, c.detail));
+            }
+            let q = &s.queues;
+            lines.push(format!(
+                "  queues     {} in flight, {} writes pending, {} embeds pending, {} connections",
+                q.in_flight_requests, q.pending_writes, q.pending_embeds, q.connections
+            ));
+            if s.degraded() {
+                lines
+                    .push("  (degraded: see the lines marked above for why and what to do)".into());
+            }
+            lines.join("\n")
+        });
+    }
+
+    pub fn ping(&self, hello: &HelloResult, took: Duration) {
+        #[derive(Serialize)]
+        struct Ping<'a> {
+            #[serde(flatten)]
+            hello: &'a HelloResult,
+            round_trip_ms: f64,
+        }
+        let ms = took.as_secs_f64() * 1000.0;
+        self.value(
+            &Ping {
+                hello,
+                round_trip_ms: ms,
+            },
+            || format!("{} {} answered in {ms:.2} ms", hello.name, hello.version),
+        );
+    }
+
+    pub fn memory(&self, m: &Memory) {
+        self.value(m, || memory_text(m));
+    }
+
+    pub fn memories(&self, list: &[Memory], next: Option<&str>) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::json!({ "memories": list, "next_cursor": next })
+            );
+            return;
+        }
+        for m in list {
+            println!("{}", memory_line(m));
+        }
+        if let Some(cursor) = next {
+            println!("(more: --cursor {cursor})");
+        } else if list.is_empty() {
+            println!("(no memories)");
+        }
+    }
+
+    pub fn search(&self, r: &SearchResult) {
+        self.value(r, || {
+            let mut lines = Vec::new();
+            for (i, hit) in r.hits.iter().enumerate() {
+                lines.push(format!("{:>2}. {:.3}  {}", i + 1, hit.score, memory_line(&hit.memory)));
+                if let Some(e) = &hit.explain {
+                    let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| format!("#{r}"));
+                    lines.push(format!(
+                        "      vector {} sim {}  text {} bm25 {}  relevance {:.3}  salience {:.1}  strength {:.2}  recency {:.2}",
+                        rank(e.vector_rank),
+                        e.vector_similarity.map_or("-".into(), |s| format!("{s:.3}")),
+                        rank(e.text_rank),
+                        e.text_score.map_or("-".into(), |s| format!("{s:.2}")),
+                        e.relevance,
+                        e.salience,
+                        e.strength,
+                        e.recency
+                    ));
+                }
+            }
+            if r.hits.is_empty() {
+                lines.push("(nothing found)".into());
+            }
+            lines.push(format!("{} results in {:.1} ms ({:?}, embedder {})", r.hits.len(), r.took_ms, r.mode, r.embedder));
+            lines.join("\n")
+        });
+    }
+}
+
+fn memory_line(m: &Memory) -> String {
+    let when = m.occurred_at.as_deref().unwrap_or(&m.created_at);
+    let mut content: String = m.content.chars().take(100).collect();
+    if content.len() < m.content.len() {
+        content.push('…');
+    }
+    format!(
+        "{}  {}  {:<9} {}",
+        m.id,
+        &when[..when.len().min(10)],
+        m.kind.as_str(),
+        content.replace('\n', " ")
+    )
+}
+
+fn memory_text(m: &Memory) -> String {
+    let mut lines = vec![
+        format!("id          {}", m.id),
+        format!("kind        {}    namespace {}", m.kind, m.namespace),
+        format!("content     {}", m.content),
+    ];
+    let opt = |label: &str, v: &Option<String>| v.as_ref().map(|v| format!("{label:<12}{v}"));
+    lines.extend(opt("domain", &m.domain));
+    lines.extend(opt("source", &m.source));
+    lines.extend(opt("session", &m.session_id));
+    lines.extend(opt("occurred", &m.occurred_at));
+    lines.push(format!("created     {}", m.created_at));
+    lines.push(format!(
+        "valid       {} .. {}",
+        m.valid_from,
+        m.valid_to.as_deref().unwrap_or("now")
+    ));
+    lines.extend(opt("replaced by", &m.superseded_by));
+    lines.push(format!(
+        "salience    {:.1}    strength {:.2}",
+        m.salience, m.strength
+    ));
+    if !m.tags.is_empty() {
+        lines.push(format!("tags        {}", m.tags.join(", ")));
+    }
+    if m.metadata.as_object().is_some_and(|o| !o.is_empty()) {
+        lines.push(format!("metadata    {}", m.metadata));
+    }
+    lines.join("\n")
+}
+
+fn human_duration(secs: f64) -> String {
+    let s = secs as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{}s", s / 60, s % 60),
+        _ => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Errors go to stderr for people, to stdout as JSON for scripts.
+pub fn error(json: bool, e: &anyhow::Error) {
+    if json {
+        let value = match e.downcast_ref::<ClientError>() {
+            Some(ClientError::Rpc(rpc)) => serde_json::json!({ "error": rpc }),
+            _ => serde_json::json!({ "error": { "message": format!("{e:#}") } }),
+        };
+        println!("{value}");
+    } else {
+        eprintln!("mnemo: {e:#}");
+    }
+}

@@ -1,0 +1,120 @@
+//! An async client for `mnemod` over its local socket.
+
+use std::path::{Path, PathBuf};
+
+use interprocess::local_socket::tokio::{prelude::*, Stream};
+use interprocess::local_socket::{GenericFilePath, GenericNamespaced, Name};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
+
+use crate::protocol::{Id, Method, Request, Response, RpcError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(
+        "mnemod is not running (nothing answers at {}).\n  Start it in the foreground with `mnemod`, \
+         or as a service with `systemctl --user start mnemod`.",
+        socket.display()
+    )]
+    NotRunning {
+        socket: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("lost the connection to mnemod: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("mnemod closed the connection")]
+    Closed,
+    #[error("{0}")]
+    Rpc(#[from] RpcError),
+    #[error("mnemod sent a reply this client cannot read: {0}")]
+    Protocol(String),
+}
+
+pub struct Client {
+    reader: BufReader<ReadHalf<Stream>>,
+    writer: WriteHalf<Stream>,
+    next_id: i64,
+}
+
+/// The interprocess name for a socket path: a file path on Unix, a pipe name on Windows.
+pub fn socket_name(path: &Path) -> std::io::Result<Name<'_>> {
+    if cfg!(windows) {
+        let text = path.to_string_lossy();
+        let pipe = text.trim_start_matches(r"\\.\pipe\").to_string();
+        pipe.to_ns_name::<GenericNamespaced>()
+    } else {
+        path.to_fs_name::<GenericFilePath>()
+    }
+}
+
+impl Client {
+    pub async fn connect(socket: &Path) -> Result<Self, ClientError> {
+        let not_running = |source| ClientError::NotRunning {
+            socket: socket.to_path_buf(),
+            source,
+        };
+        let name = socket_name(socket).map_err(not_running)?;
+        let stream = Stream::connect(name).await.map_err(not_running)?;
+        let (read, writer) = tokio::io::split(stream);
+        Ok(Self {
+            reader: BufReader::new(read),
+            writer,
+            next_id: 1,
+        })
+    }
+
+    /// Calls a typed method and waits for its reply.
+    pub async fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
+        let params =
+            serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let value = self.call_raw(M::NAME, params).await?;
+        serde_json::from_value(value)
+            .map_err(|e| ClientError::Protocol(format!("{} result: {e}", M::NAME)))
+    }
+
+    /// Calls a method by name with untyped params.
+    pub async fn call_raw(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = Request::new(Id::Num(id), method, params);
+        let line =
+            serde_json::to_string(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        self.send_line(&line).await?;
+        let reply = self.recv_line().await?;
+        let response: Response =
+            serde_json::from_str(&reply).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        if response.id != Id::Num(id) {
+            return Err(ClientError::Protocol(format!(
+                "reply to id {:?} while waiting for {id}",
+                response.id
+            )));
+        }
+        match (response.result, response.error) {
+            (_, Some(error)) => Err(ClientError::Rpc(error)),
+            (Some(result), None) => Ok(result),
+            (None, None) => Err(ClientError::Protocol(
+                "reply with neither result nor error".into(),
+            )),
+        }
+    }
+
+    /// Sends one frame as it is (a newline is added); for tools and tests that speak raw JSON.
+    pub async fn send_line(&mut self, line: &str) -> Result<(), ClientError> {
+        self.writer.write_all(line.as_bytes()).await?;
+        self.writer.write_all(b"\n").await?;
+        self.writer.flush().await?;
+        Ok(())
+    }
+
+    /// Reads one frame, without its newline.
+    pub async fn recv_line(&mut self) -> Result<String, ClientError> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line).await? == 0 {
+            return Err(ClientError::Closed);
+        }
+        while line.ends_with('\n') || line.ends_with('\r') {
+            line.pop();
+        }
+        Ok(line)
+    }
+}

@@ -1,0 +1,99 @@
+//! `daemon.*` methods.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Method, NoParams};
+
+pub struct Hello;
+impl Method for Hello {
+    const NAME: &'static str = "daemon.hello";
+    type Params = HelloParams;
+    type Result = HelloResult;
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelloParams {
+    /// The client's name, for the daemon's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The protocol version the client speaks; a mismatch in the major number is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HelloResult {
+    pub name: String,
+    pub version: String,
+    pub protocol_version: u32,
+    /// Every method this daemon answers.
+    pub capabilities: Vec<String>,
+}
+
+pub struct Status;
+impl Method for Status {
+    const NAME: &'static str = "daemon.status";
+    type Params = NoParams;
+    type Result = StatusResult;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusResult {
+    pub pid: u32,
+    pub uptime_secs: f64,
+    pub version: String,
+    pub protocol_version: u32,
+    pub data_dir: String,
+    pub socket: String,
+    pub components: Vec<ComponentState>,
+    pub queues: QueueDepths,
+}
+
+impl StatusResult {
+    /// True when any component runs in a reduced mode the user should know about.
+    pub fn degraded(&self) -> bool {
+        self.components
+            .iter()
+            .any(|c| c.state != ComponentHealth::Ok)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ComponentState {
+    pub name: String,
+    pub state: ComponentHealth,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComponentHealth {
+    Ok,
+    Degraded,
+    Starting,
+    Failed,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct QueueDepths {
+    /// Requests being handled right now.
+    pub in_flight_requests: usize,
+    /// Rows waiting for the writer's next group commit.
+    pub pending_writes: usize,
+    /// Texts waiting to be embedded.
+    pub pending_embeds: usize,
+    pub connections: usize,
+}
+
+pub struct Shutdown;
+impl Method for Shutdown {
+    const NAME: &'static str = "daemon.shutdown";
+    type Params = NoParams;
+    type Result = ShutdownResult;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShutdownResult {
+    pub stopping: bool,
+}

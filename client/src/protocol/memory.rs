@@ -1,0 +1,383 @@
+//! `memory.*` methods: the memory store and recall.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Method;
+
+/// Largest content accepted for one memory, in bytes.
+pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
+/// Most memories accepted by one `memory.add_batch`.
+pub const MAX_BATCH_ITEMS: usize = 1000;
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// What sort of thing a memory records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// Something that happened or was said (the default).
+    #[default]
+    Episodic,
+    /// A fact about the world or the person.
+    Semantic,
+    /// How to do something.
+    Procedural,
+    Preference,
+    Belief,
+    Identity,
+    Goal,
+    /// Written by consolidation from other memories.
+    Summary,
+}
+
+impl MemoryKind {
+    pub const ALL: [MemoryKind; 8] = [
+        Self::Episodic,
+        Self::Semantic,
+        Self::Procedural,
+        Self::Preference,
+        Self::Belief,
+        Self::Identity,
+        Self::Goal,
+        Self::Summary,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Episodic => "episodic",
+            Self::Semantic => "semantic",
+            Self::Procedural => "procedural",
+            Self::Preference => "preference",
+            Self::Belief => "belief",
+            Self::Identity => "identity",
+            Self::Goal => "goal",
+            Self::Summary => "summary",
+        }
+    }
+}
+
+impl std::str::FromStr for MemoryKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.as_str()).collect();
+                format!("unknown kind `{s}`; expected one of {}", names.join(", "))
+            })
+    }
+}
+
+impl std::fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored memory, one version of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub id: String,
+    /// The id of the first version; every version of a memory shares it.
+    pub lineage: String,
+    pub namespace: String,
+    pub content: String,
+    pub kind: MemoryKind,
+    pub domain: Option<String>,
+    pub source: Option<String>,
+    pub session_id: Option<String>,
+    pub salience: f32,
+    pub strength: f32,
+    pub created_at: String,
+    pub occurred_at: Option<String>,
+    pub valid_from: String,
+    pub valid_to: Option<String>,
+    pub superseded_by: Option<String>,
+    pub tags: Vec<String>,
+    pub metadata: Value,
+    pub content_hash: String,
+}
+
+/// A new memory. Timestamps are RFC 3339 (`2024-05-01T12:00:00Z`), a date (`2024-05-01`) or
+/// a date and time in UTC (`2024-05-01 12:00`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddParams {
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// 0–10; scored from the text when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salience: Option<f32>,
+}
+
+pub struct Add;
+impl Method for Add {
+    const NAME: &'static str = "memory.add";
+    type Params = AddParams;
+    type Result = Memory;
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddBatchParams {
+    pub items: Vec<AddParams>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AddBatchResult {
+    /// The new ids, in the order of `items`.
+    pub ids: Vec<String>,
+}
+
+pub struct AddBatch;
+impl Method for AddBatch {
+    const NAME: &'static str = "memory.add_batch";
+    type Params = AddBatchParams;
+    type Result = AddBatchResult;
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetParams {
+    pub id: String,
+}
+
+pub struct Get;
+impl Method for Get {
+    const NAME: &'static str = "memory.get";
+    type Params = GetParams;
+    type Result = Memory;
+}
+
+/// Filters shared by list, search and forget. Every field narrows; absent fields do not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Occurred (or, when it has no occurrence time, was created) at or after this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Occurred (or was created) before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// See the store as it was at this time: versions valid then, not the current ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+}
+
+impl Filter {
+    pub fn is_empty(&self) -> bool {
+        *self == Filter::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    #[serde(default, flatten)]
+    pub filter: Filter,
+    /// Page size, 1–1000 (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// `next_cursor` of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ListResult {
+    /// Newest first.
+    pub memories: Vec<Memory>,
+    pub next_cursor: Option<String>,
+}
+
+pub struct List;
+impl Method for List {
+    const NAME: &'static str = "memory.list";
+    type Params = ListParams;
+    type Result = ListResult;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    #[default]
+    Hybrid,
+    Vector,
+    Text,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hybrid" => Ok(Self::Hybrid),
+            "vector" => Ok(Self::Vector),
+            "text" => Ok(Self::Text),
+            _ => Err(format!(
+                "unknown search mode `{s}`; expected hybrid, vector or text"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    pub query: String,
+    /// How many results, 1–200 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
+    #[serde(default)]
+    pub mode: SearchMode,
+    #[serde(default, flatten)]
+    pub filter: Filter,
+    /// Return each score component per result.
+    #[serde(default)]
+    pub explain: bool,
+}
+
+/// How a result's score was made. Ranks are 1-based; absent when that retriever missed it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScoreExplain {
+    pub vector_rank: Option<usize>,
+    pub vector_similarity: Option<f32>,
+    pub text_rank: Option<usize>,
+    pub text_score: Option<f32>,
+    /// The fused relevance, 0–1.
+    pub relevance: f32,
+    pub salience: f32,
+    pub strength: f32,
+    /// 1 for now, falling with age.
+    pub recency: f32,
+    /// The weights the final score used, by component.
+    pub weights: ScoreWeights,
+    pub score: f32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScoreWeights {
+    pub relevance: f32,
+    pub salience: f32,
+    pub strength: f32,
+    pub recency: f32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub memory: Memory,
+    pub score: f32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ScoreExplain>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub hits: Vec<SearchHit>,
+    pub mode: SearchMode,
+    /// The embedder that embedded the query, e.g. `minilm` or `hashed (degraded)`.
+    pub embedder: String,
+    pub took_ms: f64,
+}
+
+pub struct Search;
+impl Method for Search {
+    const NAME: &'static str = "memory.search";
+    type Params = SearchParams;
+    type Result = SearchResult;
+}
+
+/// A new version of a memory. Absent fields keep their old value.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateParams {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salience: Option<f32>,
+}
+
+pub struct Update;
+impl Method for Update {
+    const NAME: &'static str = "memory.update";
+    type Params = UpdateParams;
+    type Result = Memory;
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryParams {
+    /// Any version's id.
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryResult {
+    /// Oldest first; the last one is current unless the memory was closed.
+    pub versions: Vec<Memory>,
+}
+
+pub struct History;
+impl Method for History {
+    const NAME: &'static str = "memory.history";
+    type Params = HistoryParams;
+    type Result = HistoryResult;
+}
+
+/// Deletes for real: every version of the memories named or matched, from every index.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetParams {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Filter>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ForgetResult {
+    /// Rows deleted, all versions counted.
+    pub deleted: u64,
+}
+
+pub struct Forget;
+impl Method for Forget {
+    const NAME: &'static str = "memory.forget";
+    type Params = ForgetParams;
+    type Result = ForgetResult;
+}

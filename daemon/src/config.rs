@@ -1,0 +1,346 @@
+//! Configuration: defaults, then `config.toml`, then `MNEMO_*` variables and flags (clap
+//! reads both, so a flag beats its variable). An unknown key in the file is an error naming
+//! the key and the file, so a typo never silently does nothing.
+
+use std::path::{Path, PathBuf};
+
+use mnemo_client::paths;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("config: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Where the database, the model and the lock live.
+    pub data_dir: PathBuf,
+    pub socket: PathBuf,
+    /// `error`, `warn`, `info`, `debug`, `trace`, or a tracing filter such as `mnemo_daemon=debug`.
+    pub log_level: String,
+    pub log_format: LogFormat,
+    /// Largest request line accepted, in bytes.
+    pub max_frame_bytes: usize,
+    /// Most requests handled at once over all connections; past it, `overloaded`.
+    pub max_in_flight: usize,
+    pub embedder: EmbedderConfig,
+    pub store: StoreConfig,
+    pub search: SearchConfig,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2 in-process (candle).
+    #[default]
+    Minilm,
+    /// Weightless lexical hashing: works with no model, recalls by words only.
+    Hashed,
+    /// An Ollama or OpenAI-compatible embeddings endpoint.
+    Http,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpApi {
+    /// `POST {url}/api/embed`.
+    #[default]
+    Ollama,
+    /// `POST {url}/v1/embeddings` (LM Studio, llama.cpp server, vLLM).
+    Openai,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedderConfig {
+    pub kind: EmbedderKind,
+    /// Directory with model.safetensors, config.json and tokenizer.json; default
+    /// `<data_dir>/models/all-MiniLM-L6-v2` (where `packaging/fetch-model.sh` puts them).
+    pub model_dir: Option<PathBuf>,
+    /// Texts embedded together at most.
+    pub batch_size: usize,
+    /// Embedding batches run at once on the blocking pool.
+    pub workers: usize,
+    /// Tokens per text past which the rest is cut (MiniLM was trained on 256).
+    pub max_tokens: usize,
+    pub http_url: Option<String>,
+    pub http_api: HttpApi,
+    pub http_model: Option<String>,
+    pub http_timeout_ms: u64,
+    pub http_api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// The writer commits what has queued at least this often.
+    pub commit_interval_ms: u64,
+    /// ... or as soon as this many rows wait.
+    pub commit_max_rows: usize,
+    /// Rows past which an ANN vector index is built (exact search below it).
+    pub ann_index_min_rows: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    pub default_k: usize,
+    /// Candidates each retriever contributes before fusion, as a multiple of k (at least 50).
+    pub candidate_factor: usize,
+    /// Half-life of the recency component, in days.
+    pub recency_half_life_days: f32,
+    /// How the vector and full-text lists become one: `weighted` scores or `rrf` ranks.
+    pub fusion: Fusion,
+    /// Share of the full-text score in weighted fusion (the vector gets the rest).
+    pub text_weight: f32,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    #[default]
+    Weighted,
+    Rrf,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            data_dir: paths::default_data_dir(),
+            socket: paths::default_socket_path(),
+            log_level: "info".into(),
+            log_format: LogFormat::Human,
+            max_frame_bytes: mnemo_client::protocol::DEFAULT_MAX_FRAME_BYTES,
+            max_in_flight: 256,
+            embedder: EmbedderConfig::default(),
+            store: StoreConfig::default(),
+            search: SearchConfig::default(),
+        }
+    }
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        Self {
+            kind: EmbedderKind::Minilm,
+            model_dir: None,
+            batch_size: 32,
+            workers: 1,
+            max_tokens: 256,
+            http_url: None,
+            http_api: HttpApi::Ollama,
+            http_model: None,
+            http_timeout_ms: 10_000,
+            http_api_key_env: None,
+        }
+    }
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            commit_interval_ms: 5,
+            commit_max_rows: 1024,
+            ann_index_min_rows: 50_000,
+        }
+    }
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self {
+            default_k: 10,
+            candidate_factor: 5,
+            recency_half_life_days: 30.0,
+            fusion: Fusion::Weighted,
+            text_weight: 0.5,
+        }
+    }
+}
+
+/// Values from the command line or the environment; each `Some` beats the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub data_dir: Option<PathBuf>,
+    pub socket: Option<PathBuf>,
+    pub log_level: Option<String>,
+    pub log_format: Option<LogFormat>,
+    pub embedder: Option<EmbedderKind>,
+    pub model_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Loads `path` (the default path may be absent; a path the user named may not).
+    pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let (path, named) = match path {
+            Some(p) => (p.to_path_buf(), true),
+            None => (paths::default_config_path(), false),
+        };
+        let mut config = match std::fs::read_to_string(&path) {
+            Ok(text) => Self::from_toml(&text).map_err(|message| ConfigError::Parse {
+                path: path.clone(),
+                message,
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => Config::default(),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        config.apply(overrides);
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.message().to_string() + &span_hint(text, e.span()))
+    }
+
+    fn apply(&mut self, o: &Overrides) {
+        if let Some(v) = &o.data_dir {
+            self.data_dir = v.clone();
+        }
+        if let Some(v) = &o.socket {
+            self.socket = v.clone();
+        }
+        if let Some(v) = &o.log_level {
+            self.log_level = v.clone();
+        }
+        if let Some(v) = o.log_format {
+            self.log_format = v;
+        }
+        if let Some(v) = o.embedder {
+            self.embedder.kind = v;
+        }
+        if let Some(v) = &o.model_dir {
+            self.embedder.model_dir = Some(v.clone());
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
+        if self.max_frame_bytes < 1024 {
+            return bad("max_frame_bytes must be at least 1024");
+        }
+        if self.embedder.batch_size == 0 || self.embedder.workers == 0 {
+            return bad("embedder.batch_size and embedder.workers must be at least 1");
+        }
+        if self.store.commit_max_rows == 0 {
+            return bad("store.commit_max_rows must be at least 1");
+        }
+        if self.embedder.kind == EmbedderKind::Http && self.embedder.http_url.is_none() {
+            return bad(
+                "embedder.kind = \"http\" needs embedder.http_url (e.g. http://127.0.0.1:11434)",
+            );
+        }
+        Ok(())
+    }
+
+    pub fn db_dir(&self) -> PathBuf {
+        self.data_dir.join("db")
+    }
+
+    pub fn model_dir(&self) -> PathBuf {
+        self.embedder
+            .model_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("models").join("all-MiniLM-L6-v2"))
+    }
+}
+
+fn span_hint(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!(" (line {line})")
+        }
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_documented_defaults() {
+        let config = Config::from_toml("").unwrap();
+        assert_eq!(config.max_frame_bytes, 8 * 1024 * 1024);
+        assert_eq!(config.embedder.kind, EmbedderKind::Minilm);
+        assert_eq!(config.store.commit_interval_ms, 5);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = Config::from_toml("log_levle = \"debug\"\n").unwrap_err();
+        assert!(err.contains("log_levle"), "{err}");
+        let err = Config::from_toml("[store]\ncommit_every = 3\n").unwrap_err();
+        assert!(
+            err.contains("commit_every") && err.contains("line 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn error_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "bogus = 1\n").unwrap();
+        let err = Config::load(Some(&path), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bogus") && err.contains("config.toml"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_named_file_must_exist_but_the_default_need_not() {
+        let err = Config::load(
+            Some(Path::new("/nonexistent/mnemo.toml")),
+            &Overrides::default(),
+        );
+        assert!(matches!(err, Err(ConfigError::Read { .. })));
+    }
+
+    #[test]
+    fn overrides_beat_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "log_level = \"warn\"\ndata_dir = \"/a\"\n").unwrap();
+        let o = Overrides {
+            data_dir: Some("/b".into()),
+            ..Default::default()
+        };
+        let config = Config::load(Some(&path), &o).unwrap();
+        assert_eq!(config.data_dir, PathBuf::from("/b"));
+        assert_eq!(config.log_level, "warn");
+    }
+
+    #[test]
+    fn http_embedder_needs_a_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[embedder]\nkind = \"http\"\n").unwrap();
+        let err = Config::load(Some(&path), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("http_url"), "{err}");
+    }
+}

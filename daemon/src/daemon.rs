@@ -1,0 +1,118 @@
+//! Wiring: builds the components in order, serves, and runs the one shutdown path (signal or
+//! `daemon.shutdown`): stop accepting, finish requests in flight, flush the writer, remove
+//! the socket, exit 0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::config::Config;
+use crate::embed::{self, EmbedService};
+use crate::engine::Engine;
+use crate::events::{self, Event};
+use crate::lock::DataDirLock;
+use crate::store::Store;
+use crate::{readiness, server};
+
+/// How often index maintenance looks for new rows to fold in.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
+/// Unindexed rows past which the full-text index is refreshed.
+const FOLD_AFTER_ROWS: usize = 2_000;
+
+pub struct RunOptions {
+    pub ready_fd: Option<i32>,
+}
+
+pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
+    let _lock = DataDirLock::acquire(&config.data_dir)?;
+    tracing::info!(data_dir = %config.data_dir.display(), "starting mnemod {}", env!("CARGO_PKG_VERSION"));
+
+    let embed_config = config.clone();
+    let embedder = tokio::task::spawn_blocking(move || embed::from_config(&embed_config))
+        .await
+        .context("embedder start-up panicked")??;
+    match embedder.degraded() {
+        Some(why) => tracing::warn!("embedder degraded: {why}"),
+        None => tracing::info!(
+            "embedder {} ready ({} dimensions)",
+            embedder.model_id(),
+            embedder.dim()
+        ),
+    }
+    let store = Store::open(
+        &config.db_dir(),
+        embedder.dim(),
+        embedder.model_id(),
+        &config.store,
+    )
+    .await
+    .with_context(|| format!("opening the database in {}", config.db_dir().display()))?;
+    let embed = EmbedService::start(
+        embedder,
+        config.embedder.batch_size,
+        config.embedder.workers,
+    );
+    let events = events::bus();
+    let engine = Engine::new(config.clone(), store.clone(), embed, events);
+    let router = Arc::new(server::router());
+
+    let listener = server::bind(&config.socket).await?;
+    tracing::info!(socket = %config.socket.display(), "listening");
+    readiness::announce(options.ready_fd);
+
+    tokio::spawn(stop_on_signal(engine.clone()));
+    let maintenance = tokio::spawn(maintain(engine.clone()));
+    server::serve(listener, engine.clone(), router).await;
+
+    readiness::stopping();
+    maintenance.abort();
+    store.close().await;
+    let _ = std::fs::remove_file(&config.socket);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn stop_on_signal(engine: Arc<Engine>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::error!("cannot install signal handlers");
+            return;
+        };
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!("{name}: shutting down");
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("Ctrl-C: shutting down");
+    }
+    engine.request_shutdown();
+}
+
+async fn maintain(engine: Arc<Engine>) {
+    let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match engine.store.maintain_indexes(FOLD_AFTER_ROWS).await {
+            Ok(done) => {
+                for what in done {
+                    tracing::info!("index maintenance: {what}");
+                    let _ = engine
+                        .events
+                        .send(Event::IndexMaintained { what: what.into() });
+                }
+            }
+            Err(e) => tracing::warn!("index maintenance failed: {e}"),
+        }
+    }
+}

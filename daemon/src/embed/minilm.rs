@@ -1,0 +1,194 @@
+//! all-MiniLM-L6-v2 in-process with candle: BERT, attention-masked mean pooling, L2
+//! normalisation, exactly as sentence-transformers computes it.
+
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use tokenizers::Tokenizer;
+
+use super::{EmbedError, Embedder};
+
+pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "config.json", "tokenizer.json"];
+
+pub struct MiniLmEmbedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    dim: usize,
+    batch_size: usize,
+}
+
+impl MiniLmEmbedder {
+    pub fn load(dir: &Path, max_tokens: usize, batch_size: usize) -> Result<Self, EmbedError> {
+        let missing: Vec<_> = MODEL_FILES
+            .iter()
+            .filter(|f| !dir.join(f).is_file())
+            .copied()
+            .collect();
+        if !missing.is_empty() {
+            return Err(EmbedError::ModelMissing {
+                dir: dir.display().to_string(),
+                missing: missing.join(", "),
+            });
+        }
+        let load = |what: &str, e: &dyn std::fmt::Display| EmbedError::Load(format!("{what}: {e}"));
+        let config_text = std::fs::read_to_string(dir.join("config.json"))
+            .map_err(|e| load("config.json", &e))?;
+        let config: BertConfig =
+            serde_json::from_str(&config_text).map_err(|e| load("config.json", &e))?;
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| load("tokenizer.json", &e))?;
+        // Padding is done per batch below; truncation at the model's trained length.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams {
+                max_length: max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| load("tokenizer.json", &e))?;
+        let device = Device::Cpu;
+        // SAFETY: the file is mapped read-only and mnemo never writes model files while running.
+        let vb = unsafe {
+            VarBuilder::from_mmaped_safetensors(
+                &[dir.join("model.safetensors")],
+                DType::F32,
+                &device,
+            )
+        }
+        .map_err(|e| load("model.safetensors", &e))?;
+        let model = BertModel::load(vb, &config).map_err(|e| load("model.safetensors", &e))?;
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            dim: config.hidden_size,
+            batch_size,
+        })
+    }
+
+    /// One forward pass over texts of similar length.
+    fn embed_chunk(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let compute = |e: &dyn std::fmt::Display| EmbedError::Compute(e.to_string());
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| compute(&e))?;
+        let width = encodings
+            .iter()
+            .map(|e| e.get_ids().len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let rows = encodings.len();
+        let mut ids = vec![0u32; rows * width];
+        let mut mask = vec![0u32; rows * width];
+        for (r, enc) in encodings.iter().enumerate() {
+            for (c, &id) in enc.get_ids().iter().enumerate() {
+                ids[r * width + c] = id;
+                mask[r * width + c] = 1;
+            }
+        }
+        let ids = Tensor::from_vec(ids, (rows, width), &self.device).map_err(|e| compute(&e))?;
+        let mask = Tensor::from_vec(mask, (rows, width), &self.device).map_err(|e| compute(&e))?;
+        let types = ids.zeros_like().map_err(|e| compute(&e))?;
+        let hidden = self
+            .model
+            .forward(&ids, &types, Some(&mask))
+            .map_err(|e| compute(&e))?;
+        let pooled = (|| {
+            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+            let counts = mask.sum(1)?;
+            let mean = summed.broadcast_div(&counts)?;
+            let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
+            mean.broadcast_div(&norms)?.to_vec2::<f32>()
+        })()
+        .map_err(|e: candle_core::Error| compute(&e))?;
+        Ok(pooled)
+    }
+}
+
+impl Embedder for MiniLmEmbedder {
+    fn model_id(&self) -> &str {
+        "minilm:all-MiniLM-L6-v2"
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        // Sort by length so each batch pads little, then put results back in order.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            for (&i, v) in chunk.iter().zip(self.embed_chunk(&batch)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::cosine;
+
+    /// The model fetched by packaging/fetch-model.sh, or None with a note saying how to get it.
+    pub(crate) fn test_model() -> Option<MiniLmEmbedder> {
+        let dir = std::env::var("MNEMO_MODEL_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| {
+                mnemo_client::paths::default_data_dir()
+                    .join("models")
+                    .join("all-MiniLM-L6-v2")
+            });
+        match MiniLmEmbedder::load(&dir, 256, 32) {
+            Ok(m) => Some(m),
+            Err(e) if std::env::var("CI").is_ok() => panic!("CI must have the model: {e}"),
+            Err(e) => {
+                eprintln!("SKIPPED: {e}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn matches_the_published_sentence_transformers_vector() {
+        let Some(model) = test_model() else { return };
+        let v = model
+            .embed(&["This is an example sentence"])
+            .unwrap()
+            .remove(0);
+        let published = [
+            0.0677, 0.0635, 0.0487, 0.0793, 0.0374, 0.0027, 0.0394, -0.0071,
+        ];
+        assert_eq!(v.len(), 384);
+        for (i, (got, want)) in v.iter().zip(published).enumerate() {
+            assert!(
+                (got - want).abs() < 5e-4,
+                "component {i}: got {got}, published {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn batched_equals_one_at_a_time_and_meaning_is_close() {
+        let Some(model) = test_model() else { return };
+        let texts = [
+            "I adopted a puppy last week",
+            "We got a new dog recently",
+            "The stock market fell sharply on Monday after the announcement",
+            "ok",
+        ];
+        let batch = model.embed(&texts).unwrap();
+        for (t, b) in texts.iter().zip(&batch) {
+            let single = model.embed(&[t]).unwrap().remove(0);
+            assert!(cosine(&single, b) > 0.9999, "{t}");
+        }
+        assert!(cosine(&batch[0], &batch[1]) > cosine(&batch[0], &batch[2]) + 0.2);
+    }
+}

@@ -1,0 +1,143 @@
+//! Coalesces embedding requests: texts from concurrent callers queue, a dispatcher takes as
+//! many as fit one batch and runs it on the blocking pool, at most `workers` batches at once.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::{EmbedError, Embedder};
+
+type Reply = oneshot::Sender<Result<Vec<Vec<f32>>, EmbedError>>;
+
+struct Job {
+    texts: Vec<String>,
+    reply: Reply,
+}
+
+#[derive(Clone)]
+pub struct EmbedService {
+    embedder: Arc<dyn Embedder>,
+    queue: mpsc::Sender<Job>,
+    pending: Arc<AtomicUsize>,
+}
+
+impl EmbedService {
+    /// Starts the dispatcher on the current runtime.
+    pub fn start(embedder: Arc<dyn Embedder>, batch_size: usize, workers: usize) -> Self {
+        let (queue, jobs) = mpsc::channel(1024);
+        let pending = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(dispatch(
+            embedder.clone(),
+            jobs,
+            batch_size,
+            workers,
+            pending.clone(),
+        ));
+        Self {
+            embedder,
+            queue,
+            pending,
+        }
+    }
+
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Texts waiting to be embedded.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (reply, answer) = oneshot::channel();
+        self.pending.fetch_add(texts.len(), Ordering::Relaxed);
+        self.queue
+            .send(Job { texts, reply })
+            .await
+            .map_err(|_| EmbedError::Stopped)?;
+        answer.await.map_err(|_| EmbedError::Stopped)?
+    }
+
+    pub async fn embed_one(&self, text: String) -> Result<Vec<f32>, EmbedError> {
+        Ok(self.embed(vec![text]).await?.remove(0))
+    }
+}
+
+async fn dispatch(
+    embedder: Arc<dyn Embedder>,
+    mut jobs: mpsc::Receiver<Job>,
+    batch_size: usize,
+    workers: usize,
+    pending: Arc<AtomicUsize>,
+) {
+    let slots = Arc::new(Semaphore::new(workers));
+    while let Some(first) = jobs.recv().await {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            break;
+        };
+        // Take whatever else has queued meanwhile, up to a batch.
+        let mut batch = vec![first];
+        let mut count = batch[0].texts.len();
+        while count < batch_size {
+            match jobs.try_recv() {
+                Ok(job) => {
+                    count += job.texts.len();
+                    batch.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        let embedder = embedder.clone();
+        let pending = pending.clone();
+        tokio::task::spawn_blocking(move || {
+            let texts: Vec<&str> = batch
+                .iter()
+                .flat_map(|j| j.texts.iter().map(String::as_str))
+                .collect();
+            let result = embedder.embed(&texts);
+            pending.fetch_sub(texts.len(), Ordering::Relaxed);
+            drop(permit);
+            match result {
+                Ok(mut vectors) => {
+                    for job in batch.into_iter().rev() {
+                        let mine = vectors.split_off(vectors.len() - job.texts.len());
+                        let _ = job.reply.send(Ok(mine));
+                    }
+                }
+                Err(e) => batch.into_iter().for_each(|job| {
+                    let _ = job.reply.send(Err(e.clone()));
+                }),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::HashedEmbedder;
+
+    #[tokio::test]
+    async fn concurrent_callers_each_get_their_own_vectors() {
+        let embedder: Arc<dyn Embedder> = Arc::new(HashedEmbedder::chosen());
+        let service = EmbedService::start(embedder.clone(), 8, 1);
+        let calls = (0..20).map(|i| {
+            let service = service.clone();
+            tokio::spawn(async move {
+                let texts = vec![format!("text number {i}"), format!("another {i}")];
+                (texts.clone(), service.embed(texts).await.unwrap())
+            })
+        });
+        for call in calls {
+            let (texts, vectors) = call.await.unwrap();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            assert_eq!(vectors, embedder.embed(&refs).unwrap());
+        }
+        assert_eq!(service.pending(), 0);
+    }
+}

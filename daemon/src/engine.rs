@@ -1,0 +1,110 @@
+//! The engine: every component a request handler may use, built once by [`crate::daemon`].
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mnemo_client::protocol::daemon::{ComponentHealth, ComponentState, QueueDepths};
+use tokio::sync::{watch, Mutex};
+
+use crate::config::Config;
+use crate::embed::EmbedService;
+use crate::events::EventBus;
+use crate::store::Store;
+
+pub struct Engine {
+    pub config: Config,
+    pub store: Arc<Store>,
+    pub embed: EmbedService,
+    pub events: EventBus,
+    pub started: Instant,
+    /// Flips to true once; everything that loops watches it.
+    pub shutdown: watch::Sender<bool>,
+    pub in_flight: AtomicUsize,
+    pub connections: AtomicUsize,
+    /// Updates read a row, then close it; one at a time so two cannot close the same row.
+    pub update_lock: Mutex<()>,
+}
+
+impl Engine {
+    pub fn new(
+        config: Config,
+        store: Arc<Store>,
+        embed: EmbedService,
+        events: EventBus,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            config,
+            store,
+            embed,
+            events,
+            started: Instant::now(),
+            shutdown: watch::channel(false).0,
+            in_flight: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            update_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// The embedder's name as users see it, marked when degraded.
+    pub fn embedder_label(&self) -> String {
+        let e = self.embed.embedder();
+        match e.degraded() {
+            Some(_) => format!("{} (degraded)", e.model_id()),
+            None => e.model_id().to_string(),
+        }
+    }
+
+    pub fn components(&self) -> Vec<ComponentState> {
+        let e = self.embed.embedder();
+        let (state, detail) = match e.degraded() {
+            Some(why) => (ComponentHealth::Degraded, why),
+            None => (
+                ComponentHealth::Ok,
+                format!("{} ({} dimensions)", e.model_id(), e.dim()),
+            ),
+        };
+        vec![
+            ComponentState {
+                name: "embedder".into(),
+                state,
+                detail,
+            },
+            ComponentState {
+                name: "store".into(),
+                state: ComponentHealth::Ok,
+                detail: format!("LanceDB at {}", self.config.db_dir().display()),
+            },
+            ComponentState {
+                name: "server".into(),
+                state: if self.is_shutting_down() {
+                    ComponentHealth::Degraded
+                } else {
+                    ComponentHealth::Ok
+                },
+                detail: if self.is_shutting_down() {
+                    "shutting down".into()
+                } else {
+                    "accepting".into()
+                },
+            },
+        ]
+    }
+
+    pub fn queues(&self) -> QueueDepths {
+        QueueDepths {
+            in_flight_requests: self.in_flight.load(Ordering::Relaxed),
+            pending_writes: self.store.writer().pending(),
+            pending_embeds: self.embed.pending(),
+            connections: self.connections.load(Ordering::Relaxed),
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The event bus: one broadcast channel every component publishes on and subscribers read.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    MemoryAdded {
+        id: String,
+        namespace: String,
+        kind: String,
+    },
+    MemoryUpdated {
+        id: String,
+        replaces: String,
+    },
+    MemoryForgotten {
+        count: u64,
+    },
+    IndexMaintained {
+        what: String,
+    },
+}
+
+pub type EventBus = tokio::sync::broadcast::Sender<Event>;
+
+pub fn bus() -> EventBus {
+    tokio::sync::broadcast::channel(1024).0
+}

@@ -1,0 +1,15 @@
+//! mnemod's engine. Modules follow ARCHITECTURE.md §2; `ingest` holds the write pipeline
+//! (validate -> understand -> embed -> store) that the architecture draws as a data flow.
+
+pub mod config;
+pub mod daemon;
+pub mod embed;
+pub mod engine;
+pub mod events;
+pub mod ingest;
+pub mod lock;
+pub mod readiness;
+pub mod recall;
+pub mod server;
+pub mod store;
+pub mod understand;

@@ -1,0 +1,125 @@
+//! `mnemod`: the mnemo memory daemon.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use mnemo_daemon::config::{Config, EmbedderKind, LogFormat, Overrides};
+use mnemo_daemon::daemon::{self, RunOptions};
+
+/// mnemod keeps your memories for local AI tools and answers them over a local socket.
+///
+/// Runs in the foreground; stop it with Ctrl-C, SIGTERM or `mnemo shutdown`.
+/// Configuration: defaults, then the config file, then MNEMO_* variables and flags.
+#[derive(Parser, Debug)]
+#[command(name = "mnemod", version, about, long_about, args_override_self = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    args: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the daemon in the foreground (the default).
+    Run,
+    /// Print the effective configuration as TOML and exit.
+    Config,
+}
+
+#[derive(clap::Args, Debug, Clone, Default)]
+struct RunArgs {
+    /// Config file [default: $XDG_CONFIG_HOME/mnemo/config.toml].
+    #[arg(long, env = "MNEMO_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// Data directory: database, model, lock [default: $XDG_DATA_HOME/mnemo].
+    #[arg(long, env = "MNEMO_DATA_DIR", global = true)]
+    data_dir: Option<PathBuf>,
+    /// Socket path [default: $XDG_RUNTIME_DIR/mnemo/mnemod.sock].
+    #[arg(long, env = "MNEMO_SOCKET", global = true)]
+    socket: Option<PathBuf>,
+    /// Log level or tracing filter (error, warn, info, debug, trace).
+    #[arg(long, env = "MNEMO_LOG_LEVEL", global = true)]
+    log_level: Option<String>,
+    #[arg(long, env = "MNEMO_LOG_FORMAT", value_enum, global = true)]
+    log_format: Option<LogFormat>,
+    /// Embedder: minilm (default), hashed (no model, lexical only) or http.
+    #[arg(long, env = "MNEMO_EMBEDDER", value_enum, global = true)]
+    embedder: Option<EmbedderKind>,
+    /// Directory holding model.safetensors, config.json and tokenizer.json.
+    #[arg(long, env = "MNEMO_MODEL_DIR", global = true)]
+    model_dir: Option<PathBuf>,
+    /// Write `READY=1` to this file descriptor once the socket accepts, then close it.
+    #[arg(long, global = true)]
+    ready_fd: Option<i32>,
+}
+
+impl RunArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            data_dir: self.data_dir.clone(),
+            socket: self.socket.clone(),
+            log_level: self.log_level.clone(),
+            log_format: self.log_format,
+            embedder: self.embedder,
+            model_dir: self.model_dir.clone(),
+        }
+    }
+}
+
+fn init_logging(config: &Config) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match config.log_format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let args = cli.args;
+    let print_config = matches!(cli.command, Some(Command::Config));
+    let config = match Config::load(args.config.as_deref(), &args.overrides()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mnemod: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    if print_config {
+        print!("{}", toml::to_string_pretty(&config).unwrap_or_default());
+        return std::process::ExitCode::SUCCESS;
+    }
+    init_logging(&config);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("mnemod")
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mnemod: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(daemon::run(
+        config,
+        RunOptions {
+            ready_fd: args.ready_fd,
+        },
+    ));
+    // Do not wait for blocking tasks (an embedding batch) past shutdown.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("mnemod: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Fusion and ranking, as pure functions of the candidates so they can be tested by table.
+
+use mnemo_client::protocol::memory::{ScoreExplain, ScoreWeights, SearchMode};
+
+use crate::config::{Fusion, SearchConfig};
+use crate::store::MemoryRecord;
+
+/// The constant of reciprocal-rank fusion (Cormack et al.).
+const RRF_K: f32 = 60.0;
+const MICROS_PER_DAY: f32 = 86_400_000_000.0;
+
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub record: MemoryRecord,
+    pub vector_rank: Option<usize>,
+    pub vector_similarity: Option<f32>,
+    pub text_rank: Option<usize>,
+    pub text_score: Option<f32>,
+}
+
+impl Candidate {
+    pub fn new(record: MemoryRecord) -> Self {
+        Self {
+            record,
+            vector_rank: None,
+            vector_similarity: None,
+            text_rank: None,
+            text_score: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RankSettings {
+    pub fusion: Fusion,
+    pub mode: SearchMode,
+    pub text_weight: f32,
+    pub weights: ScoreWeights,
+    pub recency_half_life_days: f32,
+}
+
+impl RankSettings {
+    pub fn from_config(config: &SearchConfig, mode: SearchMode) -> Self {
+        Self {
+            fusion: config.fusion,
+            mode,
+            text_weight: config.text_weight.clamp(0.0, 1.0),
+            weights: ScoreWeights {
+                relevance: 0.9,
+                salience: 0.04,
+                strength: 0.03,
+                recency: 0.03,
+            },
+            recency_half_life_days: config.recency_half_life_days,
+        }
+    }
+}
+
+/// Relevance in 0–1 from whichever retrievers found the candidate.
+fn relevance(c: &Candidate, max_text: f32, s: &RankSettings) -> f32 {
+    let (wv, wt) = match s.mode {
+        SearchMode::Vector => (1.0, 0.0),
+        SearchMode::Text => (0.0, 1.0),
+        SearchMode::Hybrid => (1.0 - s.text_weight, s.text_weight),
+    };
+    match s.fusion {
+        Fusion::Rrf => {
+            let rr = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (RRF_K + r as f32));
+            (wv * rr(c.vector_rank) + wt * rr(c.text_rank)) * (RRF_K + 1.0)
+        }
+        Fusion::Weighted => {
+            let v = c.vector_similarity.unwrap_or(0.0).max(0.0);
+            let t = if max_text > 0.0 {
+                c.text_score.unwrap_or(0.0) / max_text
+            } else {
+                0.0
+            };
+            wv * v + wt * t
+        }
+    }
+}
+
+/// Scores every candidate and sorts them best first.
+pub fn fuse_and_rank(
+    candidates: Vec<Candidate>,
+    s: &RankSettings,
+    now: i64,
+) -> Vec<(Candidate, ScoreExplain)> {
+    let max_text = candidates
+        .iter()
+        .filter_map(|c| c.text_score)
+        .fold(0.0f32, f32::max);
+    let w = s.weights;
+    let mut scored: Vec<(Candidate, ScoreExplain)> = candidates
+        .into_iter()
+        .map(|c| {
+            let relevance = relevance(&c, max_text, s);
+            let age_days = ((now - c.record.event_time()).max(0) as f32) / MICROS_PER_DAY;
+            let recency =
+                (-std::f32::consts::LN_2 * age_days / s.recency_half_life_days.max(0.01)).exp();
+            let salience = c.record.salience / 10.0;
+            let strength = c.record.strength;
+            let score = w.relevance * relevance
+                + w.salience * salience
+                + w.strength * strength
+                + w.recency * recency;
+            let explain = ScoreExplain {
+                vector_rank: c.vector_rank,
+                vector_similarity: c.vector_similarity,
+                text_rank: c.text_rank,
+                text_score: c.text_score,
+                relevance,
+                salience: c.record.salience,
+                strength,
+                recency,
+                weights: w,
+                score,
+            };
+            (c, explain)
+        })
+        .collect();
+    scored.sort_by(|a, b| {
+        b.1.score
+            .total_cmp(&a.1.score)
+            .then_with(|| a.0.record.id.cmp(&b.0.record.id))
+    });
+    scored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::schema::tests::record;
+
+    fn cand(id: &str, v: Option<(usize, f32)>, t: Option<(usize, f32)>) -> Candidate {
+        let mut c = Candidate::new(record(id, id, 4));
+        c.record.occurred_at = Some(0);
+        c.vector_rank = v.map(|x| x.0);
+        c.vector_similarity = v.map(|x| x.1);
+        c.text_rank = t.map(|x| x.0);
+        c.text_score = t.map(|x| x.1);
+        c
+    }
+
+    fn settings(fusion: Fusion, mode: SearchMode) -> RankSettings {
+        RankSettings::from_config(
+            &SearchConfig {
+                fusion,
+                ..Default::default()
+            },
+            mode,
+        )
+    }
+
+    fn order(fusion: Fusion, mode: SearchMode, cands: Vec<Candidate>) -> Vec<String> {
+        fuse_and_rank(cands, &settings(fusion, mode), 0)
+            .into_iter()
+            .map(|(c, _)| c.record.id)
+            .collect()
+    }
+
+    #[test]
+    fn found_by_both_beats_found_by_one() {
+        for fusion in [Fusion::Rrf, Fusion::Weighted] {
+            let cands = vec![
+                cand("vec-only", Some((1, 0.8)), None),
+                cand("both", Some((2, 0.75)), Some((1, 9.0))),
+                cand("text-only", None, Some((2, 8.0))),
+            ];
+            assert_eq!(
+                order(fusion, SearchMode::Hybrid, cands)[0],
+                "both",
+                "{fusion:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn single_mode_follows_its_retriever() {
+        let cands = || {
+            vec![
+                cand("a", Some((2, 0.5)), Some((1, 9.0))),
+                cand("b", Some((1, 0.9)), Some((2, 1.0))),
+            ]
+        };
+        assert_eq!(
+            order(Fusion::Weighted, SearchMode::Vector, cands()),
+            ["b", "a"]
+        );
+        assert_eq!(
+            order(Fusion::Weighted, SearchMode::Text, cands()),
+            ["a", "b"]
+        );
+        assert_eq!(order(Fusion::Rrf, SearchMode::Text, cands()), ["a", "b"]);
+    }
+
+    #[test]
+    fn ties_on_relevance_go_to_salience_then_recency() {
+        let mut hi = cand("salient", Some((1, 0.5)), None);
+        hi.record.salience = 9.0;
+        let lo = cand("plain", Some((1, 0.5)), None);
+        assert_eq!(
+            order(Fusion::Weighted, SearchMode::Vector, vec![lo, hi]),
+            ["salient", "plain"]
+        );
+
+        let mut old = cand("old", Some((1, 0.5)), None);
+        old.record.occurred_at = Some(-400 * MICROS_PER_DAY as i64);
+        let new = cand("new", Some((1, 0.5)), None);
+        assert_eq!(
+            order(Fusion::Weighted, SearchMode::Vector, vec![old, new]),
+            ["new", "old"]
+        );
+    }
+
+    #[test]
+    fn explain_adds_up() {
+        let ranked = fuse_and_rank(
+            vec![cand("a", Some((1, 0.6)), Some((3, 2.0)))],
+            &settings(Fusion::Weighted, SearchMode::Hybrid),
+            0,
+        );
+        let e = &ranked[0].1;
+        let w = e.weights;
+        let sum = w.relevance * e.relevance
+            + w.salience * e.salience / 10.0
+            + w.strength * e.strength
+            + w.recency * e.recency;
+        assert!((sum - e.score).abs() < 1e-6);
+        assert!((e.relevance - (0.5 * 0.6 + 0.5 * 1.0)).abs() < 1e-6);
+        assert_eq!((e.vector_rank, e.text_rank), (Some(1), Some(3)));
+    }
+}

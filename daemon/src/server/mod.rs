@@ -1,0 +1,112 @@
+//! The local-socket server: accepts connections, reads frames, dispatches each request on its
+//! own task (so one connection can pipeline), and writes replies as they finish.
+
+mod frame;
+mod handlers;
+mod router;
+mod rpc;
+mod socket;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use interprocess::local_socket::tokio::{prelude::*, Listener, Stream};
+use mnemo_client::protocol::{Id, Response, RpcError};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
+
+pub use handlers::router;
+pub use router::Router;
+pub use socket::{bind, SocketError};
+
+use crate::engine::Engine;
+use frame::{read_frame, Frame};
+
+/// Serves until shutdown is requested, then stops accepting and waits for every request in
+/// flight to be answered.
+pub async fn serve(listener: Listener, engine: Arc<Engine>, router: Arc<Router>) {
+    let tracker = TaskTracker::new();
+    let mut shutdown = engine.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            _ = shutdown.wait_for(|stop| *stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok(stream) => {
+                    if !socket::peer_is_same_user(&stream) {
+                        tracing::warn!("refused a connection from another user");
+                        continue;
+                    }
+                    tracker.spawn(connection(stream, engine.clone(), router.clone(), tracker.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    tracker.close();
+    tracker.wait().await;
+}
+
+async fn connection(
+    stream: Stream,
+    engine: Arc<Engine>,
+    router: Arc<Router>,
+    tracker: TaskTracker,
+) {
+    engine.connections.fetch_add(1, Ordering::Relaxed);
+    let (read, mut write) = tokio::io::split(stream);
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    let (replies, mut outbox) = mpsc::channel::<String>(256);
+    let writer = tokio::spawn(async move {
+        while let Some(mut line) = outbox.recv().await {
+            line.push('\n');
+            if write.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        let _ = write.flush().await;
+    });
+    let limit = engine.config.max_frame_bytes;
+    let mut shutdown = engine.shutdown.subscribe();
+    let mut buf = Vec::new();
+    loop {
+        let frame = tokio::select! {
+            _ = shutdown.wait_for(|stop| *stop) => break,
+            frame = read_frame(&mut reader, limit, &mut buf) => frame,
+        };
+        match frame {
+            Ok(Frame::Line(line)) => {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let (engine, router, replies) = (engine.clone(), router.clone(), replies.clone());
+                tracker.spawn(async move {
+                    if let Some(reply) = rpc::handle_frame(&router, &engine, &line).await {
+                        let _ = replies.send(reply.to_string()).await;
+                    }
+                });
+            }
+            Ok(Frame::TooLarge { bytes }) => {
+                let error = RpcError::invalid_request(format!(
+                    "request of {bytes} bytes is over the limit of {limit} (max_frame_bytes); send less per request"
+                ));
+                let reply =
+                    serde_json::to_string(&Response::err(Id::Null, error)).unwrap_or_default();
+                let _ = replies.send(reply).await;
+            }
+            Ok(Frame::End) => break,
+            Err(e) => {
+                tracing::debug!("connection read failed: {e}");
+                break;
+            }
+        }
+    }
+    // Replies still being computed hold their own sender; the writer ends after the last one.
+    drop(replies);
+    let _ = writer.await;
+    engine.connections.fetch_sub(1, Ordering::Relaxed);
+}

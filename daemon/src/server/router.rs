@@ -1,0 +1,99 @@
+//! Method dispatch: each method is one typed handler registered against its [`Method`] type;
+//! params are decoded here, so a handler only ever sees well-formed params.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use mnemo_client::protocol::{Method, RpcError};
+use serde_json::Value;
+
+use crate::engine::Engine;
+
+type Handler =
+    Box<dyn Fn(Arc<Engine>, Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
+
+#[derive(Default)]
+pub struct Router {
+    handlers: BTreeMap<&'static str, Handler>,
+}
+
+impl Router {
+    pub fn register<M, F, Fut>(&mut self, handler: F) -> &mut Self
+    where
+        M: Method,
+        F: Fn(Arc<Engine>, M::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let erased: Handler = Box::new(move |engine, params| {
+            let handler = handler.clone();
+            async move {
+                let params: M::Params = decode_params(M::NAME, params)?;
+                let result = handler(engine, params).await?;
+                serde_json::to_value(result)
+                    .map_err(|e| RpcError::internal(format!("encoding the result: {e}")))
+            }
+            .boxed()
+        });
+        assert!(
+            self.handlers.insert(M::NAME, erased).is_none(),
+            "{} registered twice",
+            M::NAME
+        );
+        self
+    }
+
+    pub fn methods(&self) -> Vec<String> {
+        self.handlers.keys().map(|k| k.to_string()).collect()
+    }
+
+    pub async fn call(
+        &self,
+        engine: Arc<Engine>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        match self.handlers.get(method) {
+            Some(handler) => handler(engine, params).await,
+            None => Err(RpcError::method_not_found(method)),
+        }
+    }
+}
+
+/// Params by name only; absent or null means `{}`.
+fn decode_params<T: serde::de::DeserializeOwned>(
+    method: &str,
+    params: Value,
+) -> Result<T, RpcError> {
+    let params = match params {
+        Value::Null => Value::Object(Default::default()),
+        Value::Array(_) => {
+            return Err(RpcError::invalid_params(format!(
+                "{method} takes its params by name, as a JSON object, not as an array"
+            )))
+        }
+        other => other,
+    };
+    serde_json::from_value(params).map_err(|e| RpcError::invalid_params(format!("{method}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mnemo_client::protocol::memory::GetParams;
+
+    #[test]
+    fn params_errors_say_what_is_wrong() {
+        let e =
+            decode_params::<GetParams>("memory.get", serde_json::json!({"idd": "x"})).unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert!(e.message.contains("unknown field `idd`"), "{}", e.message);
+        let e = decode_params::<GetParams>("memory.get", serde_json::json!(["x"])).unwrap_err();
+        assert!(e.message.contains("by name"), "{}", e.message);
+        let e = decode_params::<GetParams>("memory.get", Value::Null).unwrap_err();
+        assert!(e.message.contains("missing field `id`"), "{}", e.message);
+    }
+}

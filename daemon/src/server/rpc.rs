@@ -1,0 +1,108 @@
+//! JSON-RPC 2.0 envelopes: a frame is one request or a batch; notifications get no reply.
+//! Parsed from `Value` so an absent id (notification) and `"id": null` stay distinct.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use mnemo_client::protocol::{Id, Response, RpcError};
+use serde_json::Value;
+
+use super::router::Router;
+use crate::engine::Engine;
+
+/// Answers one frame; `None` when nothing is to be sent (only notifications).
+pub async fn handle_frame(router: &Router, engine: &Arc<Engine>, frame: &[u8]) -> Option<Value> {
+    let value: Value = match serde_json::from_slice(frame) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(reply(Response::err(
+                Id::Null,
+                RpcError::parse(format!("not valid JSON: {e}")),
+            )));
+        }
+    };
+    match value {
+        Value::Array(items) if items.is_empty() => Some(reply(Response::err(
+            Id::Null,
+            RpcError::invalid_request("empty batch: send at least one request"),
+        ))),
+        Value::Array(items) => {
+            let replies: Vec<Value> = join_all(
+                items
+                    .into_iter()
+                    .map(|item| handle_one(router, engine, item)),
+            )
+            .await
+            .into_iter()
+            .flatten()
+            .map(reply)
+            .collect();
+            (!replies.is_empty()).then_some(Value::Array(replies))
+        }
+        single => handle_one(router, engine, single).await.map(reply),
+    }
+}
+
+fn reply(response: Response) -> Value {
+    serde_json::to_value(response).unwrap_or(Value::Null)
+}
+
+async fn handle_one(router: &Router, engine: &Arc<Engine>, item: Value) -> Option<Response> {
+    let Value::Object(mut object) = item else {
+        return Some(Response::err(
+            Id::Null,
+            RpcError::invalid_request("a request must be a JSON object"),
+        ));
+    };
+    let id = match object.remove("id") {
+        None => None,
+        Some(raw) => match serde_json::from_value::<Id>(raw) {
+            Ok(id) => Some(id),
+            Err(_) => {
+                return Some(Response::err(
+                    Id::Null,
+                    RpcError::invalid_request("id must be a string, a number or null"),
+                ))
+            }
+        },
+    };
+    let fail = |error: RpcError| Some(Response::err(id.clone().unwrap_or(Id::Null), error));
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return fail(RpcError::invalid_request("jsonrpc must be \"2.0\""));
+    }
+    let Some(Value::String(method)) = object.remove("method") else {
+        return fail(RpcError::invalid_request(
+            "method must be a string such as \"daemon.status\"",
+        ));
+    };
+    let params = object.remove("params").unwrap_or(Value::Null);
+    if !matches!(params, Value::Object(_) | Value::Array(_) | Value::Null) {
+        return fail(RpcError::invalid_request("params must be an object"));
+    }
+    if let Some(extra) = object.keys().find(|k| *k != "jsonrpc") {
+        return fail(RpcError::invalid_request(format!(
+            "unexpected member `{extra}` in the request"
+        )));
+    }
+
+    engine.in_flight.fetch_add(1, Ordering::Relaxed);
+    let over = engine.in_flight.load(Ordering::Relaxed) > engine.config.max_in_flight;
+    let result = if over {
+        Err(RpcError::overloaded(format!(
+            "more than {} requests in flight; retry shortly",
+            engine.config.max_in_flight
+        )))
+    } else {
+        router.call(engine.clone(), &method, params).await
+    };
+    engine.in_flight.fetch_sub(1, Ordering::Relaxed);
+    if let Err(e) = &result {
+        tracing::debug!(method, code = e.code, "request failed: {}", e.message);
+    }
+    let id = id?; // a notification: done, no reply
+    Some(match result {
+        Ok(value) => Response::ok(id, value),
+        Err(error) => Response::err(id, error),
+    })
+}

@@ -1,0 +1,154 @@
+//! Reads of the `memories` table: by id, pages, lineages, and the two retrievers.
+
+use futures::TryStreamExt;
+use lancedb::arrow::arrow_array::RecordBatch;
+use lancedb::index::scalar::FullTextSearchQuery;
+use lancedb::query::ColumnOrdering;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+
+use super::filter::{id_list, quote};
+use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
+use super::{Store, StoreError};
+
+/// A row a retriever returned, with its raw score (`_distance` or `_score`).
+#[derive(Debug, Clone)]
+pub struct Scored {
+    pub record: MemoryRecord,
+    pub raw: f32,
+}
+
+impl Store {
+    fn plain_columns(&self) -> Select {
+        Select::columns(&columns_without_vector(&self.schema))
+    }
+
+    async fn collect(
+        stream: lancedb::arrow::SendableRecordBatchStream,
+    ) -> Result<Vec<RecordBatch>, StoreError> {
+        Ok(stream.try_collect().await?)
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Option<MemoryRecord>, StoreError> {
+        let batches = Self::collect(
+            self.memories
+                .query()
+                .only_if(format!("id = {}", quote(id)))
+                .select(self.plain_columns())
+                .limit(1)
+                .execute()
+                .await?,
+        )
+        .await?;
+        Ok(batches.iter().flat_map(from_batch).next())
+    }
+
+    /// Rows by id, with vectors (for rewriting them).
+    pub async fn get_full(&self, ids: &[String]) -> Result<Vec<MemoryRecord>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let batches = Self::collect(
+            self.memories
+                .query()
+                .only_if(id_list("id", ids))
+                .execute()
+                .await?,
+        )
+        .await?;
+        Ok(batches.iter().flat_map(from_batch).collect())
+    }
+
+    /// Up to `limit` rows matching `predicate`, newest id first, starting below `before`.
+    pub async fn page(
+        &self,
+        predicate: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        let mut predicate = predicate.to_string();
+        if let Some(cursor) = before {
+            predicate = format!("({predicate}) AND id < {}", quote(cursor));
+        }
+        let batches = Self::collect(
+            self.memories
+                .query()
+                .only_if(predicate)
+                .select(self.plain_columns())
+                .order_by(Some(vec![ColumnOrdering::desc_nulls_last("id".into())]))
+                .limit(limit)
+                .execute()
+                .await?,
+        )
+        .await?;
+        Ok(batches.iter().flat_map(from_batch).collect())
+    }
+
+    /// Every version sharing `lineage`, oldest first.
+    pub async fn lineage(&self, lineage: &str) -> Result<Vec<MemoryRecord>, StoreError> {
+        let batches = Self::collect(
+            self.memories
+                .query()
+                .only_if(format!("lineage = {}", quote(lineage)))
+                .select(self.plain_columns())
+                .execute()
+                .await?,
+        )
+        .await?;
+        let mut rows: Vec<MemoryRecord> = batches.iter().flat_map(from_batch).collect();
+        rows.sort_by(|a, b| (a.valid_from, &a.id).cmp(&(b.valid_from, &b.id)));
+        Ok(rows)
+    }
+
+    /// Nearest neighbours by cosine distance; exact until an ANN index exists.
+    pub async fn vector_search(
+        &self,
+        vector: &[f32],
+        predicate: &str,
+        limit: usize,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let query = self
+            .memories
+            .query()
+            .nearest_to(vector)?
+            .distance_type(lancedb::DistanceType::Cosine)
+            .refine_factor(4)
+            .only_if(predicate)
+            .select(self.plain_columns())
+            .limit(limit);
+        let batches = Self::collect(query.execute().await?).await?;
+        Ok(scored(&batches, "_distance"))
+    }
+
+    /// BM25 over `content` through LanceDB's full-text index.
+    pub async fn text_search(
+        &self,
+        text: &str,
+        predicate: &str,
+        limit: usize,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let query = self
+            .memories
+            .query()
+            .full_text_search(FullTextSearchQuery::new(text.to_string()))
+            .only_if(predicate)
+            .select(self.plain_columns())
+            .limit(limit);
+        let batches = Self::collect(query.execute().await?).await?;
+        Ok(scored(&batches, "_score"))
+    }
+}
+
+fn scored(batches: &[RecordBatch], column: &str) -> Vec<Scored> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            from_batch(b)
+                .into_iter()
+                .zip(float_column(b, column))
+                .map(|(record, raw)| Scored {
+                    record,
+                    raw: raw.unwrap_or(0.0),
+                })
+        })
+        .collect()
+}

@@ -1,0 +1,233 @@
+//! End-to-end fixtures: start the real `mnemod` binary with every path in a temp dir, wait
+//! until its socket answers, talk to it with the real client, and stop it on `Drop`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use mnemo_client::protocol::daemon::{Hello, HelloParams};
+use mnemo_client::protocol::Method;
+use mnemo_client::Client;
+use tempfile::TempDir;
+
+/// A binary of this workspace, next to the test executable's `deps` directory.
+pub fn workspace_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first with `cargo build --workspace --bins`",
+        bin.display()
+    );
+    bin
+}
+
+/// Which embedder a test daemon uses. MiniLM needs the model from packaging/fetch-model.sh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Embedder {
+    Minilm,
+    Hashed,
+}
+
+/// Where the MiniLM model is, or None (with a note) when it is not fetched. Under CI it must be.
+pub fn model_dir() -> Option<PathBuf> {
+    let dir = std::env::var("MNEMO_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            mnemo_client::paths::default_data_dir()
+                .join("models")
+                .join("all-MiniLM-L6-v2")
+        });
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    let note = format!(
+        "the MiniLM model is not in {}; run packaging/fetch-model.sh",
+        dir.display()
+    );
+    assert!(std::env::var("CI").is_err(), "{note}");
+    eprintln!("SKIPPED: {note}");
+    None
+}
+
+pub struct Daemon {
+    child: Option<Child>,
+    pub home: TempDir,
+    pub data_dir: PathBuf,
+    pub socket: PathBuf,
+    pub log: PathBuf,
+    embedder: Embedder,
+    extra_args: Vec<String>,
+}
+
+impl Daemon {
+    /// A daemon with the hashed embedder: fast to start, for protocol and lifecycle tests.
+    pub fn start() -> Daemon {
+        Self::start_with(Embedder::Hashed, &[])
+    }
+
+    pub fn start_with(embedder: Embedder, extra_args: &[&str]) -> Daemon {
+        Self::start_configured(embedder, "", extra_args)
+    }
+
+    /// With `config` as the content of its config file.
+    pub fn start_configured(embedder: Embedder, config: &str, extra_args: &[&str]) -> Daemon {
+        let home = tempfile::Builder::new()
+            .prefix("mnemo-e2e")
+            .tempdir()
+            .expect("temp dir");
+        let mut daemon = Daemon {
+            child: None,
+            data_dir: home.path().join("data"),
+            socket: home.path().join("run").join("mnemod.sock"),
+            log: home.path().join("mnemod.log"),
+            home,
+            embedder,
+            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+        };
+        std::fs::write(daemon.home.path().join("config.toml"), config).expect("config");
+        daemon.restart();
+        daemon
+    }
+
+    /// The command that starts this daemon (for tests that start a second one by hand).
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(workspace_bin("mnemod"));
+        cmd.arg("--data-dir")
+            .arg(&self.data_dir)
+            .arg("--socket")
+            .arg(&self.socket);
+        cmd.arg("--config")
+            .arg(self.home.path().join("config.toml"));
+        match self.embedder {
+            Embedder::Hashed => {
+                cmd.args(["--embedder", "hashed"]);
+            }
+            Embedder::Minilm => {
+                let dir = model_dir().expect("MiniLM tests check model_dir() first");
+                cmd.args(["--embedder", "minilm"])
+                    .arg("--model-dir")
+                    .arg(dir);
+            }
+        }
+        cmd.args(&self.extra_args);
+        cmd.env_remove("MNEMO_CONFIG")
+            .env_remove("NOTIFY_SOCKET")
+            .env("MNEMO_LOG_LEVEL", "info");
+        cmd
+    }
+
+    /// Starts (again) on the same data dir and socket, and waits until it answers.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the daemon before restarting it");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log");
+        let child = self
+            .command()
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn mnemod");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!(
+                    "mnemod exited during start-up ({status}):\n{}",
+                    self.log_text()
+                );
+            }
+            if hello_answers(&self.socket) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mnemod not ready after 120 s:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(&self.socket)
+            .await
+            .expect("connect to mnemod")
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill with a pid we own and a valid signal number.
+        let rc = unsafe { libc::kill(self.pid() as i32, signal) };
+        assert_eq!(rc, 0, "kill failed");
+    }
+
+    /// Waits for the daemon to exit on its own, up to `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILL: a crash, with no chance to clean up.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A blocking hello, usable from sync and async tests alike.
+fn hello_answers(socket: &Path) -> bool {
+    use std::io::{BufRead, BufReader, Write};
+    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(socket) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = serde_json::json!({"jsonrpc": "2.0", "method": Hello::NAME, "params": HelloParams::default(), "id": 1});
+    if writeln!(stream, "{request}").is_err() {
+        return false;
+    }
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).is_ok() && line.contains("\"result\"")
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: as in `signal`.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
