@@ -36,6 +36,7 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     pub store: StoreConfig,
     pub search: SearchConfig,
+    pub hardware: crate::hardware::HardwareConfig,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -133,6 +134,7 @@ impl Default for Config {
             embedder: EmbedderConfig::default(),
             store: StoreConfig::default(),
             search: SearchConfig::default(),
+            hardware: Default::default(),
         }
     }
 }
@@ -239,6 +241,11 @@ impl Config {
         }
         if self.embedder.batch_size == 0 || self.embedder.workers == 0 {
             return bad("embedder.batch_size and embedder.workers must be at least 1");
+        }
+        if self.hardware.snapshot_interval_secs == 0 || self.hardware.process_interval_secs == 0 {
+            return bad(
+                "hardware.snapshot_interval_secs and process_interval_secs must be at least 1",
+            );
         }
         if self.store.commit_max_rows == 0 {
             return bad("store.commit_max_rows must be at least 1");

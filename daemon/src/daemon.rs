@@ -11,6 +11,9 @@ use crate::config::Config;
 use crate::embed::{self, EmbedService};
 use crate::engine::Engine;
 use crate::events::{self, Event};
+use crate::hardware::nvml::NvmlProbe;
+use crate::hardware::probe::SysinfoProbe;
+use crate::hardware::{self, Monitor};
 use crate::lock::DataDirLock;
 use crate::store::Store;
 use crate::{readiness, server};
@@ -54,44 +57,72 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         config.embedder.workers,
     );
     let events = events::bus();
-    let engine = Engine::new(config.clone(), store.clone(), embed, events);
+    let monitor = Arc::new(Monitor::new(
+        Box::new(SysinfoProbe::new(&config.data_dir)),
+        Box::new(
+            tokio::task::spawn_blocking(NvmlProbe::load)
+                .await
+                .context("NVML probe panicked")?,
+        ),
+        config.hardware.clone(),
+    ));
+    let engine = Engine::new(config.clone(), store.clone(), embed, events, monitor);
     let router = Arc::new(server::router());
 
     let listener = server::bind(&config.socket).await?;
     tracing::info!(socket = %config.socket.display(), "listening");
+    // Signal handlers exist before anyone is told we are ready, so a prompt SIGTERM is graceful.
+    tokio::spawn(stop_on_signal(engine.clone(), Signals::install()?));
     readiness::announce(options.ready_fd);
 
-    tokio::spawn(stop_on_signal(engine.clone()));
     let maintenance = tokio::spawn(maintain(engine.clone()));
+    let hardware = tokio::spawn(hardware::run(engine.clone()));
     server::serve(listener, engine.clone(), router).await;
 
     readiness::stopping();
     maintenance.abort();
+    // The sampler writes the snapshots it still holds, then ends.
+    let _ = tokio::time::timeout(Duration::from_millis(800), hardware).await;
     store.close().await;
     let _ = std::fs::remove_file(&config.socket);
     tracing::info!("stopped");
     Ok(())
 }
 
-async fn stop_on_signal(engine: Arc<Engine>) {
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+                int: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+}
+
+async fn stop_on_signal(engine: Arc<Engine>, mut signals: Signals) {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            tracing::error!("cannot install signal handlers");
-            return;
-        };
         let name = tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = int.recv() => "SIGINT",
+            _ = signals.term.recv() => "SIGTERM",
+            _ = signals.int.recv() => "SIGINT",
         };
         tracing::info!("{name}: shutting down");
     }
     #[cfg(not(unix))]
     {
+        let _ = &mut signals;
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("Ctrl-C: shutting down");
     }

@@ -10,6 +10,7 @@ use tokio::sync::{watch, Mutex};
 use crate::config::Config;
 use crate::embed::EmbedService;
 use crate::events::EventBus;
+use crate::hardware::Monitor;
 use crate::store::Store;
 
 pub struct Engine {
@@ -17,6 +18,7 @@ pub struct Engine {
     pub store: Arc<Store>,
     pub embed: EmbedService,
     pub events: EventBus,
+    pub hardware: Arc<Monitor>,
     pub started: Instant,
     /// Flips to true once; everything that loops watches it.
     pub shutdown: watch::Sender<bool>,
@@ -32,12 +34,14 @@ impl Engine {
         store: Arc<Store>,
         embed: EmbedService,
         events: EventBus,
+        hardware: Arc<Monitor>,
     ) -> Arc<Self> {
         Arc::new(Self {
             config,
             store,
             embed,
             events,
+            hardware,
             started: Instant::now(),
             shutdown: watch::channel(false).0,
             in_flight: AtomicUsize::new(0),
@@ -48,6 +52,12 @@ impl Engine {
 
     pub fn request_shutdown(&self) {
         self.shutdown.send_replace(true);
+    }
+
+    /// Resolves once shutdown is requested.
+    pub async fn stopped(&self) {
+        let mut rx = self.shutdown.subscribe();
+        let _ = rx.wait_for(|stop| *stop).await;
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -82,6 +92,15 @@ impl Engine {
                 name: "store".into(),
                 state: ComponentHealth::Ok,
                 detail: format!("LanceDB at {}", self.config.db_dir().display()),
+            },
+            ComponentState {
+                name: "hardware".into(),
+                state: ComponentHealth::Ok,
+                detail: format!(
+                    "snapshots every {} s; GPU: {}",
+                    self.hardware.config.snapshot_interval_secs,
+                    self.hardware.gpu_status()
+                ),
             },
             ComponentState {
                 name: "server".into(),

@@ -20,6 +20,7 @@ pub enum Event {
     IndexMaintained {
         what: String,
     },
+    Snapshot(Box<mnemo_client::protocol::system::Snapshot>),
 }
 
 pub type EventBus = tokio::sync::broadcast::Sender<Event>;

@@ -6,6 +6,7 @@ pub mod daemon;
 pub mod embed;
 pub mod engine;
 pub mod events;
+pub mod hardware;
 pub mod ingest;
 pub mod lock;
 pub mod readiness;

@@ -68,8 +68,15 @@ impl RunArgs {
 }
 
 fn init_logging(config: &Config) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // LanceDB logs every file it writes at info; keep it to warnings unless asked for.
+    let quiet = ",lance=warn,lancedb=warn,lance_index=warn,lance_io=warn,lance_file=warn,lance_table=warn,datafusion=warn";
+    let directives = if config.log_level.contains('=') {
+        config.log_level.clone()
+    } else {
+        format!("{}{quiet}", config.log_level)
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("info{quiet}")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -172,7 +172,8 @@ fn ready_fd_is_written_once_the_socket_accepts() {
             Ok(())
         });
     }
-    let mut child = cmd.stderr(std::process::Stdio::null()).spawn().unwrap();
+    let log = daemon.home.path().join("ready.log");
+    let mut child = cmd.stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
     drop(write);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -186,7 +187,8 @@ fn ready_fd_is_written_once_the_socket_accepts() {
     assert_eq!(text, "READY=1\n");
     assert!(socket.exists(), "ready before the socket exists");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert!(child.wait().unwrap().success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}: {}", std::fs::read_to_string(&log).unwrap_or_default());
 }
 
 #[test]

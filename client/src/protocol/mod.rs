@@ -5,6 +5,7 @@
 pub mod daemon;
 pub mod jsonrpc;
 pub mod memory;
+pub mod system;
 pub mod time;
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};

@@ -10,7 +10,12 @@ use mnemo_client::protocol::memory::{
     Get, GetParams, History, HistoryParams, HistoryResult, List, ListParams, ListResult, Memory,
     Search, SearchParams, SearchResult, Update, UpdateParams,
 };
+use mnemo_client::protocol::system::{
+    self, Budget, ProcessesParams, ProcessesResult, Snapshot, SnapshotResult, SystemProfile,
+};
+use mnemo_client::protocol::time::{now_micros, parse_micros};
 use mnemo_client::protocol::{NoParams, RpcError, PROTOCOL_VERSION};
+use serde_json::Value;
 
 use super::router::Router;
 use crate::engine::Engine;
@@ -32,7 +37,12 @@ pub fn router() -> Router {
         .register::<Search, _, _>(search)
         .register::<Update, _, _>(update)
         .register::<History, _, _>(history)
-        .register::<Forget, _, _>(forget);
+        .register::<Forget, _, _>(forget)
+        .register::<system::Profile, _, _>(system_profile)
+        .register::<system::SnapshotNow, _, _>(system_snapshot)
+        .register::<system::SystemHistory, _, _>(system_history)
+        .register::<system::Processes, _, _>(system_processes)
+        .register::<system::SystemBudget, _, _>(system_budget);
     let mut methods = r.methods();
     methods.push(<Hello as mnemo_client::protocol::Method>::NAME.to_string());
     methods.sort();
@@ -156,4 +166,114 @@ async fn forget(engine: Arc<Engine>, p: ForgetParams) -> Result<ForgetResult, Rp
     Ok(ForgetResult {
         deleted: ingest::forget(&engine, p).await?,
     })
+}
+
+async fn system_profile(engine: Arc<Engine>, _: NoParams) -> Result<SystemProfile, RpcError> {
+    if let Some(p) = engine.hardware.profile() {
+        return Ok(p);
+    }
+    // In the first moments after start the sampler may not have finished detecting.
+    let monitor = engine.hardware.clone();
+    tokio::task::spawn_blocking(move || monitor.detect_profile())
+        .await
+        .map_err(|e| RpcError::internal(format!("detecting the profile: {e}")))
+}
+
+async fn system_snapshot(engine: Arc<Engine>, _: NoParams) -> Result<SnapshotResult, RpcError> {
+    Ok(SnapshotResult {
+        snapshot: engine.hardware.snapshot(),
+        gpu_status: engine.hardware.gpu_status(),
+    })
+}
+
+fn time_param(field: &str, value: &Option<String>, default: i64) -> Result<i64, RpcError> {
+    match value {
+        Some(v) => parse_micros(v).map_err(|e| RpcError::invalid_params(format!("{field}: {e}"))),
+        None => Ok(default),
+    }
+}
+
+async fn system_history(
+    engine: Arc<Engine>,
+    p: system::HistoryParams,
+) -> Result<system::HistoryResult, RpcError> {
+    let now = now_micros();
+    let until = time_param("until", &p.until, now + 1)?;
+    let since = time_param("since", &p.since, until - 3_600_000_000)?;
+    if since >= until {
+        return Err(RpcError::invalid_params("since must be before until"));
+    }
+    if p.step == Some(0) {
+        return Err(RpcError::invalid_params("step must be at least 1 second"));
+    }
+    let mut points = engine
+        .store
+        .system()
+        .snapshots_between(since, until)
+        .await
+        .map_err(store_error)?;
+    let stored: std::collections::HashSet<String> = points.iter().map(|s| s.at.clone()).collect();
+    points.extend(engine.hardware.unflushed().into_iter().filter(|s| {
+        parse_micros(&s.at).is_ok_and(|t| t >= since && t < until) && !stored.contains(&s.at)
+    }));
+    points.sort_by_key(|s| parse_micros(&s.at).unwrap_or_default());
+    let (step, points) = match p.step {
+        Some(step) => (step, crate::hardware::downsample::downsample(&points, step)),
+        None => (engine.hardware.config.snapshot_interval_secs as u32, points),
+    };
+    let points = points
+        .iter()
+        .map(|s| select_fields(s, p.fields.as_deref()))
+        .collect::<Result<_, _>>()?;
+    Ok(system::HistoryResult { step, points })
+}
+
+/// The snapshot as JSON, cut down to `fields` (plus `at`) when given.
+fn select_fields(snapshot: &Snapshot, fields: Option<&[String]>) -> Result<Value, RpcError> {
+    let Value::Object(all) = serde_json::to_value(snapshot).unwrap_or_default() else {
+        return Ok(Value::Null);
+    };
+    let Some(fields) = fields else {
+        return Ok(Value::Object(all));
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("at".into(), all["at"].clone());
+    for f in fields {
+        let v = all.get(f).ok_or_else(|| {
+            let known: Vec<&String> = all.keys().collect();
+            RpcError::invalid_params(format!("unknown field `{f}`; snapshots have {known:?}"))
+        })?;
+        out.insert(f.clone(), v.clone());
+    }
+    Ok(Value::Object(out))
+}
+
+async fn system_processes(
+    engine: Arc<Engine>,
+    p: ProcessesParams,
+) -> Result<ProcessesResult, RpcError> {
+    let (taken_at, mut processes, inference) = engine.hardware.processes();
+    if let Some(cat) = &p.category {
+        processes.retain(|e| &e.category == cat);
+    }
+    match p.sort.as_deref().unwrap_or("cpu") {
+        "cpu" => processes.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct)),
+        "memory" => processes.sort_by(|a, b| b.rss_bytes.cmp(&a.rss_bytes)),
+        "name" => processes.sort_by(|a, b| a.name.cmp(&b.name)),
+        other => {
+            return Err(RpcError::invalid_params(format!(
+                "sort `{other}`: use cpu, memory or name"
+            )))
+        }
+    }
+    processes.truncate(p.limit.unwrap_or(50));
+    Ok(ProcessesResult {
+        taken_at,
+        processes,
+        inference,
+    })
+}
+
+async fn system_budget(engine: Arc<Engine>, _: NoParams) -> Result<Budget, RpcError> {
+    Ok(engine.hardware.budget())
 }

@@ -27,10 +27,9 @@ use frame::{read_frame, Frame};
 /// flight to be answered.
 pub async fn serve(listener: Listener, engine: Arc<Engine>, router: Arc<Router>) {
     let tracker = TaskTracker::new();
-    let mut shutdown = engine.shutdown.subscribe();
     loop {
         tokio::select! {
-            _ = shutdown.wait_for(|stop| *stop) => break,
+            _ = engine.stopped() => break,
             accepted = listener.accept() => match accepted {
                 Ok(stream) => {
                     if !socket::peer_is_same_user(&stream) {
@@ -71,11 +70,10 @@ async fn connection(
         let _ = write.flush().await;
     });
     let limit = engine.config.max_frame_bytes;
-    let mut shutdown = engine.shutdown.subscribe();
     let mut buf = Vec::new();
     loop {
         let frame = tokio::select! {
-            _ = shutdown.wait_for(|stop| *stop) => break,
+            _ = engine.stopped() => break,
             frame = read_frame(&mut reader, limit, &mut buf) => frame,
         };
         match frame {

@@ -5,6 +5,7 @@ pub mod filter;
 mod maintenance;
 mod memories;
 pub mod schema;
+pub mod system;
 pub mod writer;
 
 use std::path::Path;
@@ -55,6 +56,7 @@ const META: &str = "meta";
 pub struct Store {
     db: Connection,
     memories: Table,
+    system: system::SystemTables,
     schema: SchemaRef,
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -95,6 +97,7 @@ impl Store {
             _ => return Err(StoreError::Schema("memories has no vector column".into())),
         };
         let meta = open_meta(&db, &names).await?;
+        let system = system::SystemTables::open(&db, &names).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
             .await?
             .and_then(|v| v.parse().ok())
@@ -134,6 +137,7 @@ impl Store {
         let store = Arc::new(Store {
             db,
             memories,
+            system,
             schema,
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
@@ -151,6 +155,10 @@ impl Store {
 
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    pub fn system(&self) -> &system::SystemTables {
+        &self.system
     }
 
     pub fn memories(&self) -> &Table {

@@ -22,17 +22,43 @@ pub enum WriteOp {
     Upsert(Vec<MemoryRecord>),
     /// A SQL predicate; answers the number of rows deleted.
     Delete(String),
+    /// Rows for another table; consecutive appends to one table commit together.
+    Append { table: Table, batch: RecordBatch },
+    /// Rows replacing those with the same `on` key in another table, or added.
+    Merge {
+        table: Table,
+        on: &'static str,
+        batch: RecordBatch,
+    },
+    /// Deletes from another table.
+    DeleteWhere { table: Table, predicate: String },
 }
 
 impl WriteOp {
     fn rows(&self) -> usize {
         match self {
             WriteOp::Insert(r) | WriteOp::Upsert(r) => r.len(),
-            WriteOp::Delete(_) => 1,
+            WriteOp::Append { batch, .. } | WriteOp::Merge { batch, .. } => batch.num_rows(),
+            WriteOp::Delete(_) | WriteOp::DeleteWhere { .. } => 1,
         }
     }
+    fn table_name(&self) -> Option<&str> {
+        match self {
+            WriteOp::Append { table, .. }
+            | WriteOp::Merge { table, .. }
+            | WriteOp::DeleteWhere { table, .. } => Some(table.name()),
+            _ => None,
+        }
+    }
+    /// Only appends of one sort to one table are merged into one commit.
     fn same_sort(&self, other: &WriteOp) -> bool {
-        std::mem::discriminant(self) == std::mem::discriminant(other)
+        let mergeable = matches!(
+            self,
+            WriteOp::Insert(_) | WriteOp::Upsert(_) | WriteOp::Append { .. }
+        );
+        mergeable
+            && std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.table_name() == other.table_name()
     }
 }
 
@@ -136,19 +162,23 @@ async fn run(
 async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
     let (ops, acks): (Vec<WriteOp>, Vec<_>) = run.into_iter().map(|q| (q.op, q.ack)).unzip();
     let result = match ops.first() {
-        Some(WriteOp::Delete(_)) => {
-            // Deletes answer each caller its own count, so they commit one by one.
+        Some(WriteOp::Delete(_) | WriteOp::DeleteWhere { .. } | WriteOp::Merge { .. }) => {
+            // These answer each caller on its own, so they commit one by one.
             for (op, ack) in ops.into_iter().zip(acks) {
-                let WriteOp::Delete(predicate) = op else {
-                    unreachable!("runs share a sort")
-                };
-                let result = table
-                    .delete(predicate.as_str())
-                    .await
-                    .map(|r| r.num_deleted_rows);
-                let _ = ack.send(result.map_err(StoreError::from));
+                let _ = ack.send(commit_single(table, op).await);
             }
             return;
+        }
+        Some(WriteOp::Append { table: other, .. }) => {
+            let other = other.clone();
+            let batches: Vec<RecordBatch> = ops
+                .into_iter()
+                .filter_map(|op| match op {
+                    WriteOp::Append { batch, .. } => Some(batch),
+                    _ => None,
+                })
+                .collect();
+            append_batches(&other, batches).await
         }
         Some(WriteOp::Insert(_)) => {
             let rows: Vec<MemoryRecord> = flatten(ops);
@@ -168,11 +198,43 @@ async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
     }
 }
 
+async fn commit_single(memories: &Table, op: WriteOp) -> Result<u64, StoreError> {
+    match op {
+        WriteOp::Delete(predicate) => {
+            Ok(memories.delete(predicate.as_str()).await?.num_deleted_rows)
+        }
+        WriteOp::DeleteWhere { table, predicate } => {
+            Ok(table.delete(predicate.as_str()).await?.num_deleted_rows)
+        }
+        WriteOp::Merge { table, on, batch } => {
+            let rows = batch.num_rows() as u64;
+            let schema = batch.schema();
+            let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+            let mut merge = table.merge_insert(&[on]);
+            merge
+                .when_matched_update_all(None)
+                .when_not_matched_insert_all();
+            merge.execute(Box::new(reader)).await?;
+            Ok(rows)
+        }
+        _ => Err(StoreError::Schema("appends commit in runs".into())),
+    }
+}
+
+async fn append_batches(table: &Table, batches: Vec<RecordBatch>) -> Result<(), StoreError> {
+    let Some(first) = batches.first() else {
+        return Ok(());
+    };
+    let batch = lancedb::arrow::arrow_select::concat::concat_batches(&first.schema(), &batches)?;
+    table.add(batch).execute().await?;
+    Ok(())
+}
+
 fn flatten(ops: Vec<WriteOp>) -> Vec<MemoryRecord> {
     ops.into_iter()
         .flat_map(|op| match op {
             WriteOp::Insert(r) | WriteOp::Upsert(r) => r,
-            WriteOp::Delete(_) => Vec::new(),
+            _ => Vec::new(),
         })
         .collect()
 }

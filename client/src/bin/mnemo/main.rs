@@ -3,6 +3,7 @@
 mod bench;
 mod memory;
 mod output;
+mod system;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -44,6 +45,9 @@ enum Command {
     Completions { shell: clap_complete::Shell },
     #[command(flatten)]
     Memory(memory::MemoryCommand),
+    /// The machine: profile, live snapshot, history, processes, budget.
+    #[command(subcommand)]
+    System(system::SystemCommand),
     /// Measure ingest, search latency and retrieval quality through the socket.
     Bench(bench::BenchArgs),
 }
@@ -101,6 +105,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             out.value(&result, || "mnemod is stopping".into());
         }
         Command::Memory(cmd) => memory::run(cmd, &socket, &out).await?,
+        Command::System(cmd) => system::run(cmd, &socket, &out).await?,
         Command::Bench(args) => bench::run(args, &socket).await?,
     }
     Ok(())

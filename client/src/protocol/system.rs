@@ -1,0 +1,235 @@
+//! `system.*` methods: what the machine is and what it is doing. Every reading a machine may
+//! not offer is an `Option`: absent means "not available here", never 0.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Method, NoParams};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    pub index: u32,
+    pub name: String,
+    pub uuid: Option<String>,
+    pub vram_total_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub has_gpu: bool,
+    pub cuda: bool,
+    pub rocm: bool,
+    pub metal: bool,
+    pub neural_engine: bool,
+}
+
+/// What the hardware allows, derived from the profile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Constraints {
+    /// Largest local model (weights, GB) that fits in VRAM, or in RAM when there is no GPU.
+    pub largest_model_gb: f32,
+    pub recommended_context_tokens: u32,
+    pub local_embeddings_sensible: bool,
+    /// Why, in words.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemProfile {
+    pub detected_at: String,
+    pub host_name: Option<String>,
+    pub os_name: Option<String>,
+    pub os_version: Option<String>,
+    pub kernel_version: Option<String>,
+    pub arch: String,
+    pub cpu_model: Option<String>,
+    pub cpu_cores: Option<usize>,
+    pub cpu_threads: usize,
+    pub ram_total_bytes: u64,
+    pub swap_total_bytes: u64,
+    /// The filesystem holding the data dir.
+    pub disk_mount: Option<String>,
+    pub disk_total_bytes: Option<u64>,
+    pub gpus: Vec<GpuInfo>,
+    pub gpu_driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+    /// Why there are no GPUs, or what was found: e.g. "no NVML: libnvidia-ml.so not found".
+    pub gpu_status: String,
+    pub capabilities: Capabilities,
+    pub constraints: Constraints,
+}
+
+impl SystemProfile {
+    /// The profile without its timestamp, for telling whether the machine changed.
+    pub fn same_machine(&self, other: &SystemProfile) -> bool {
+        let strip = |p: &SystemProfile| SystemProfile {
+            detected_at: String::new(),
+            disk_total_bytes: None,
+            ..p.clone()
+        };
+        strip(self) == strip(other)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuReading {
+    pub index: u32,
+    pub name: String,
+    pub memory_used_bytes: Option<u64>,
+    pub memory_total_bytes: Option<u64>,
+    pub utilization_pct: Option<f32>,
+    pub memory_utilization_pct: Option<f32>,
+    pub temperature_c: Option<f32>,
+    pub power_watts: Option<f32>,
+}
+
+/// A local inference server that answered its model-list endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InferenceServer {
+    /// `ollama`, `lmstudio`, `llamacpp` or `vllm`.
+    pub kind: String,
+    pub url: String,
+    pub models: Vec<String>,
+    /// Found by process name, by its endpoint, or both.
+    pub detected_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub at: String,
+    /// Seconds this row covers: the sampling interval, or the aggregation step.
+    pub span_secs: u32,
+    pub cpu_pct: Option<f32>,
+    pub load_1: Option<f32>,
+    pub load_5: Option<f32>,
+    pub load_15: Option<f32>,
+    pub ram_total_bytes: Option<u64>,
+    pub ram_used_bytes: Option<u64>,
+    pub ram_available_bytes: Option<u64>,
+    pub ram_pct: Option<f32>,
+    pub swap_total_bytes: Option<u64>,
+    pub swap_used_bytes: Option<u64>,
+    pub disk_used_bytes: Option<u64>,
+    pub disk_free_bytes: Option<u64>,
+    pub gpus: Vec<GpuReading>,
+    pub daemon_cpu_pct: Option<f32>,
+    pub daemon_rss_bytes: Option<u64>,
+    /// CPU time the sampler itself spent taking this snapshot, in microseconds.
+    pub sampler_cpu_us: Option<u64>,
+    pub memory_count: Option<u64>,
+    pub active_sessions: Option<u64>,
+    pub pending_work: Option<u64>,
+    pub inference: Vec<InferenceServer>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessEntry {
+    pub pid: u32,
+    pub name: String,
+    /// Truncated to 256 characters.
+    pub cmdline: String,
+    /// inference, ide, browser, system or user_app.
+    pub category: String,
+    pub cpu_pct: f32,
+    pub rss_bytes: u64,
+    pub gpu_memory_bytes: Option<u64>,
+    pub first_seen: String,
+    pub last_seen: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    pub total_tokens: u32,
+    pub core_tokens: u32,
+    pub session_tokens: u32,
+    pub retrieved_tokens: u32,
+    pub base_tokens: u32,
+    pub pressure_multiplier: f32,
+    pub ram_pct: Option<f32>,
+    pub reason: String,
+}
+
+pub struct Profile;
+impl Method for Profile {
+    const NAME: &'static str = "system.profile";
+    type Params = NoParams;
+    type Result = SystemProfile;
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SnapshotResult {
+    /// The latest snapshot; absent only in the first seconds after start.
+    pub snapshot: Option<Snapshot>,
+    /// Why there is no GPU reading, when there is none.
+    pub gpu_status: String,
+}
+
+pub struct SnapshotNow;
+impl Method for SnapshotNow {
+    const NAME: &'static str = "system.snapshot";
+    type Params = NoParams;
+    type Result = SnapshotResult;
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryParams {
+    /// Default: an hour ago.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// Seconds per point (the average of the snapshots in it); default: as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    /// Only these fields of each point (plus `at`), e.g. ["cpu_pct", "ram_pct"].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HistoryResult {
+    pub step: u32,
+    /// Oldest first; each a [`Snapshot`], or the requested fields of one.
+    pub points: Vec<Value>,
+}
+
+pub struct SystemHistory;
+impl Method for SystemHistory {
+    const NAME: &'static str = "system.history";
+    type Params = HistoryParams;
+    type Result = HistoryResult;
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessesParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// `cpu` (default), `memory` or `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProcessesResult {
+    pub taken_at: Option<String>,
+    pub processes: Vec<ProcessEntry>,
+    pub inference: Vec<InferenceServer>,
+}
+
+pub struct Processes;
+impl Method for Processes {
+    const NAME: &'static str = "system.processes";
+    type Params = ProcessesParams;
+    type Result = ProcessesResult;
+}
+
+pub struct SystemBudget;
+impl Method for SystemBudget {
+    const NAME: &'static str = "system.budget";
+    type Params = NoParams;
+    type Result = Budget;
+}

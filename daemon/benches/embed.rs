@@ -1,0 +1,83 @@
+//! Embedding speed of the MiniLM path: chat turns per second in batches, and one short query.
+//! `cargo bench -p mnemo-daemon --bench embed` (needs the model from packaging/fetch-model.sh).
+//! Prints figures; asserts nothing.
+
+use std::time::Instant;
+
+use mnemo_daemon::embed::{Embedder, MiniLmEmbedder};
+
+fn turns() -> Vec<String> {
+    let path = std::env::var("LOCOMO")
+        .unwrap_or_else(|_| "../../shared/data/locomo/locomo-dev.json".into());
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let samples: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
+    let mut out = Vec::new();
+    for s in &samples {
+        for i in 1.. {
+            let Some(session) = s["conversation"]
+                .get(format!("session_{i}"))
+                .and_then(|v| v.as_array())
+            else {
+                break;
+            };
+            for t in session {
+                out.push(format!(
+                    "{}: {}",
+                    t["speaker"].as_str().unwrap_or(""),
+                    t["text"].as_str().unwrap_or("")
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        out = (0..600).map(|i| format!("Turn {i}: I went hiking with my sister last weekend and we saw a fox near the lake.")).collect();
+    }
+    out
+}
+
+fn main() {
+    let dir = std::env::var("MNEMO_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            mnemo_client::paths::default_data_dir()
+                .join("models")
+                .join("all-MiniLM-L6-v2")
+        });
+    let model = match MiniLmEmbedder::load(&dir, 256, 32) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let texts = turns();
+    let texts: Vec<&str> = texts.iter().take(600).map(String::as_str).collect();
+    model.embed(&texts[..32]).unwrap();
+    let started = Instant::now();
+    model.embed(&texts).unwrap();
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "minilm batch: {} chat turns in {secs:.2} s = {:.1} turns/s",
+        texts.len(),
+        texts.len() as f64 / secs
+    );
+    let mut times = Vec::new();
+    for q in [
+        "When did Caroline go to the support group?",
+        "What does Melanie paint?",
+        "Where did they go camping?",
+    ]
+    .iter()
+    .cycle()
+    .take(30)
+    {
+        let started = Instant::now();
+        model.embed(&[q]).unwrap();
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "minilm one query: p50 {:.1} ms, p95 {:.1} ms",
+        times[15], times[28]
+    );
+}

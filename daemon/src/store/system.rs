@@ -1,0 +1,226 @@
+//! The hardware tables: `system_profile` (a row per change), `snapshots` (raw rows, then
+//! 1-minute aggregates) and `processes` (one row per process life, first and last seen).
+//! Each row keeps the protocol value as JSON beside the columns queries filter on.
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use lancedb::arrow::arrow_array::{
+    Array, ArrayRef, Float32Array, Int32Array, Int64Array, RecordBatch, StringArray,
+};
+use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
+use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::{Connection, Table};
+use mnemo_client::protocol::system::{ProcessEntry, Snapshot, SystemProfile};
+use mnemo_client::protocol::time::parse_micros;
+
+use super::StoreError;
+
+pub const SNAPSHOTS: &str = "snapshots";
+pub const PROFILES: &str = "system_profile";
+pub const PROCESSES: &str = "processes";
+pub const RAW: &str = "raw";
+pub const MINUTE: &str = "minute";
+
+fn snapshots_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("at", DataType::Int64, false),
+        Field::new("resolution", DataType::Utf8, false),
+        Field::new("span_secs", DataType::Int32, false),
+        Field::new("cpu_pct", DataType::Float32, true),
+        Field::new("ram_pct", DataType::Float32, true),
+        Field::new("data", DataType::Utf8, false),
+    ]))
+}
+
+fn profiles_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("detected_at", DataType::Int64, false),
+        Field::new("data", DataType::Utf8, false),
+    ]))
+}
+
+fn processes_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("pid", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, false),
+        Field::new("category", DataType::Utf8, false),
+        Field::new("first_seen", DataType::Int64, false),
+        Field::new("last_seen", DataType::Int64, false),
+        Field::new("data", DataType::Utf8, false),
+    ]))
+}
+
+pub struct SystemTables {
+    pub snapshots: Table,
+    pub profiles: Table,
+    pub processes: Table,
+}
+
+async fn open_or_create(
+    db: &Connection,
+    names: &[String],
+    name: &str,
+    schema: SchemaRef,
+) -> Result<Table, StoreError> {
+    if names.iter().any(|n| n == name) {
+        Ok(db.open_table(name).execute().await?)
+    } else {
+        Ok(db.create_empty_table(name, schema).execute().await?)
+    }
+}
+
+impl SystemTables {
+    pub async fn open(db: &Connection, names: &[String]) -> Result<Self, StoreError> {
+        Ok(Self {
+            snapshots: open_or_create(db, names, SNAPSHOTS, snapshots_schema()).await?,
+            profiles: open_or_create(db, names, PROFILES, profiles_schema()).await?,
+            processes: open_or_create(db, names, PROCESSES, processes_schema()).await?,
+        })
+    }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "{}".into())
+}
+
+fn micros(text: &str) -> i64 {
+    parse_micros(text).unwrap_or_default()
+}
+
+pub fn snapshots_batch(rows: &[Snapshot], resolution: &str) -> Result<RecordBatch, StoreError> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(rows.iter().map(|s| micros(&s.at)).collect::<Int64Array>()),
+        Arc::new(
+            rows.iter()
+                .map(|_| Some(resolution))
+                .collect::<StringArray>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|s| s.span_secs as i32)
+                .collect::<Int32Array>(),
+        ),
+        Arc::new(rows.iter().map(|s| s.cpu_pct).collect::<Float32Array>()),
+        Arc::new(rows.iter().map(|s| s.ram_pct).collect::<Float32Array>()),
+        Arc::new(rows.iter().map(|s| Some(json(s))).collect::<StringArray>()),
+    ];
+    Ok(RecordBatch::try_new(snapshots_schema(), columns)?)
+}
+
+pub fn profile_batch(profile: &SystemProfile) -> Result<RecordBatch, StoreError> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(vec![micros(&profile.detected_at)])),
+        Arc::new(StringArray::from(vec![json(profile)])),
+    ];
+    Ok(RecordBatch::try_new(profiles_schema(), columns)?)
+}
+
+/// Keyed by pid and start time, so a reused pid is a new row.
+pub fn processes_batch(rows: &[(String, ProcessEntry)]) -> Result<RecordBatch, StoreError> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(
+            rows.iter()
+                .map(|(k, _)| Some(k.as_str()))
+                .collect::<StringArray>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, p)| p.pid as i64)
+                .collect::<Int64Array>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, p)| Some(p.name.as_str()))
+                .collect::<StringArray>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, p)| Some(p.category.as_str()))
+                .collect::<StringArray>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, p)| micros(&p.first_seen))
+                .collect::<Int64Array>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, p)| micros(&p.last_seen))
+                .collect::<Int64Array>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, p)| Some(json(p)))
+                .collect::<StringArray>(),
+        ),
+    ];
+    Ok(RecordBatch::try_new(processes_schema(), columns)?)
+}
+
+async fn json_rows<T: serde::de::DeserializeOwned>(
+    table: &Table,
+    predicate: String,
+) -> Result<Vec<(i64, T)>, StoreError> {
+    let batches: Vec<RecordBatch> = table
+        .query()
+        .only_if(predicate)
+        .execute()
+        .await?
+        .try_collect()
+        .await?;
+    let mut out = Vec::new();
+    for b in &batches {
+        let time_col = if b.column_by_name("at").is_some() {
+            "at"
+        } else {
+            "detected_at"
+        };
+        let (Some(times), Some(data)) = (
+            b.column_by_name(time_col)
+                .and_then(|c| c.as_any().downcast_ref::<Int64Array>()),
+            b.column_by_name("data")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>()),
+        ) else {
+            continue;
+        };
+        for i in 0..b.num_rows() {
+            if data.is_valid(i) {
+                if let Ok(v) = serde_json::from_str(data.value(i)) {
+                    out.push((times.value(i), v));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|(t, _)| *t);
+    Ok(out)
+}
+
+impl SystemTables {
+    /// Snapshots in [since, until), oldest first; raw rows where they exist, minute rows before.
+    pub async fn snapshots_between(
+        &self,
+        since: i64,
+        until: i64,
+    ) -> Result<Vec<Snapshot>, StoreError> {
+        let rows: Vec<(i64, Snapshot)> =
+            json_rows(&self.snapshots, format!("at >= {since} AND at < {until}")).await?;
+        Ok(rows.into_iter().map(|(_, s)| s).collect())
+    }
+
+    pub async fn raw_snapshots_before(&self, before: i64) -> Result<Vec<Snapshot>, StoreError> {
+        let rows: Vec<(i64, Snapshot)> = json_rows(
+            &self.snapshots,
+            format!("resolution = '{RAW}' AND at < {before}"),
+        )
+        .await?;
+        Ok(rows.into_iter().map(|(_, s)| s).collect())
+    }
+
+    pub async fn latest_profile(&self) -> Result<Option<SystemProfile>, StoreError> {
+        let rows: Vec<(i64, SystemProfile)> =
+            json_rows(&self.profiles, "detected_at >= 0".into()).await?;
+        Ok(rows.into_iter().last().map(|(_, p)| p))
+    }
+}
