@@ -258,7 +258,7 @@ async fn system_processes(
     }
     match p.sort.as_deref().unwrap_or("cpu") {
         "cpu" => processes.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct)),
-        "memory" => processes.sort_by(|a, b| b.rss_bytes.cmp(&a.rss_bytes)),
+        "memory" => processes.sort_by_key(|p| std::cmp::Reverse(p.rss_bytes)),
         "name" => processes.sort_by(|a, b| a.name.cmp(&b.name)),
         other => {
             return Err(RpcError::invalid_params(format!(
