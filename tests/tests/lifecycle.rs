@@ -173,7 +173,10 @@ fn ready_fd_is_written_once_the_socket_accepts() {
         });
     }
     let log = daemon.home.path().join("ready.log");
-    let mut child = cmd.stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
+    let mut child = cmd
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
     drop(write);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -188,7 +191,11 @@ fn ready_fd_is_written_once_the_socket_accepts() {
     assert!(socket.exists(), "ready before the socket exists");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
-    assert!(status.success(), "{status}: {}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(
+        status.success(),
+        "{status}: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
 }
 
 #[test]

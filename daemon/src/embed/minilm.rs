@@ -8,12 +8,15 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use tokenizers::Tokenizer;
 
+use super::fastbert::FastBert;
 use super::{EmbedError, Embedder};
 
 pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "config.json", "tokenizer.json"];
 
 pub struct MiniLmEmbedder {
+    /// The straightforward candle model: the reference the fast path is checked against.
     model: BertModel,
+    fast: FastBert,
     tokenizer: Tokenizer,
     device: Device,
     dim: usize,
@@ -59,8 +62,16 @@ impl MiniLmEmbedder {
         }
         .map_err(|e| load("model.safetensors", &e))?;
         let model = BertModel::load(vb, &config).map_err(|e| load("model.safetensors", &e))?;
+        let fast = FastBert::load(
+            &dir.join("model.safetensors"),
+            config.hidden_size,
+            config.num_attention_heads,
+            config.num_hidden_layers,
+            config.layer_norm_eps as f32,
+        )?;
         Ok(Self {
             model,
+            fast,
             tokenizer,
             device,
             dim: config.hidden_size,
@@ -68,7 +79,16 @@ impl MiniLmEmbedder {
         })
     }
 
-    /// One forward pass over texts of similar length.
+    /// Embeds with the candle model, padded batches and masked mean pooling: the reference.
+    pub fn embed_reference(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut out = Vec::new();
+        for chunk in texts.chunks(self.batch_size) {
+            out.extend(self.embed_chunk(chunk)?);
+        }
+        Ok(out)
+    }
+
+    /// One candle forward pass over texts of similar length.
     fn embed_chunk(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let compute = |e: &dyn std::fmt::Display| EmbedError::Compute(e.to_string());
         let encodings = self
@@ -118,15 +138,25 @@ impl Embedder for MiniLmEmbedder {
         self.dim
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        // Sort by length so each batch pads little, then put results back in order.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(self.batch_size) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            for (&i, v) in chunk.iter().zip(self.embed_chunk(&batch)?) {
-                out[i] = v;
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| EmbedError::Compute(e.to_string()))?;
+        let sequences: Vec<Vec<u32>> = encodings.iter().map(|e| e.get_ids().to_vec()).collect();
+        // Batches of about the same token count keep each product large and memory bounded.
+        let budget = self.batch_size * 64;
+        let mut out = Vec::with_capacity(texts.len());
+        let mut start = 0;
+        while start < sequences.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < sequences.len() && (end == start || tokens + sequences[end].len() <= budget)
+            {
+                tokens += sequences[end].len();
+                end += 1;
             }
+            out.extend(self.fast.embed(&sequences[start..end]));
+            start = end;
         }
         Ok(out)
     }
@@ -173,6 +203,56 @@ mod tests {
                 "component {i}: got {got}, published {want}"
             );
         }
+    }
+
+    /// A few hundred texts of every length, from one word to past the 256-token cut.
+    fn varied_texts() -> Vec<String> {
+        let words = [
+            "memory",
+            "Caroline",
+            "hiking",
+            "I'm",
+            "the",
+            "quarterly",
+            "budget",
+            "🙂",
+            "naïve",
+            "café",
+            "2023-05-08",
+            "don't",
+            "GPU",
+            "pottery",
+            "Lisbon",
+            "!",
+            "why?",
+            "sister",
+            "piano",
+            "volunteer",
+        ];
+        (0..300)
+            .map(|i| {
+                let len = [1, 2, 5, 12, 30, 80, 200, 400][i % 8] + i % 7;
+                (0..len)
+                    .map(|j| words[(i * 7 + j * 13 + j / 3) % words.len()])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fast_path_matches_the_candle_path() {
+        let Some(model) = test_model() else { return };
+        let texts = varied_texts();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let fast = model.embed(&refs).unwrap();
+        let reference = model.embed_reference(&refs).unwrap();
+        let worst = fast
+            .iter()
+            .zip(&reference)
+            .map(|(a, b)| cosine(a, b))
+            .fold(1.0f32, f32::min);
+        assert!(worst >= 0.999, "worst cosine {worst}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! coalesces texts from concurrent requests into batches and runs them on a bounded blocking
 //! pool so the reactor never computes.
 
+mod fastbert;
 mod hashed;
 mod http;
 mod minilm;

@@ -22,6 +22,13 @@ impl Store {
         Select::columns(&columns_without_vector(&self.schema))
     }
 
+    /// The plain columns plus a retriever's score column, asked for by name as LanceDB wants.
+    fn columns_with(&self, score: &str) -> Select {
+        let mut columns = columns_without_vector(&self.schema);
+        columns.push(score.to_string());
+        Select::columns(&columns)
+    }
+
     async fn collect(
         stream: lancedb::arrow::SendableRecordBatchStream,
     ) -> Result<Vec<RecordBatch>, StoreError> {
@@ -113,7 +120,7 @@ impl Store {
             .distance_type(lancedb::DistanceType::Cosine)
             .refine_factor(4)
             .only_if(predicate)
-            .select(self.plain_columns())
+            .select(self.columns_with("_distance"))
             .limit(limit);
         let batches = Self::collect(query.execute().await?).await?;
         Ok(scored(&batches, "_distance"))
@@ -131,7 +138,7 @@ impl Store {
             .query()
             .full_text_search(FullTextSearchQuery::new(text.to_string()))
             .only_if(predicate)
-            .select(self.plain_columns())
+            .select(self.columns_with("_score"))
             .limit(limit);
         let batches = Self::collect(query.execute().await?).await?;
         Ok(scored(&batches, "_score"))
