@@ -1,6 +1,6 @@
 //! Where mnemo keeps things by default. Daemon and clients agree through these functions.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use directories::ProjectDirs;
 
@@ -19,6 +19,18 @@ pub fn default_data_dir() -> PathBuf {
                 .join(format!("mnemo-{}", user_tag()))
                 .join("data")
         })
+}
+
+/// Where `packaging/fetch-model.sh` puts all-MiniLM-L6-v2 for a data dir.
+pub fn model_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("models").join("all-MiniLM-L6-v2")
+}
+
+/// The model tests and benchmarks use: `$MNEMO_MODEL_DIR`, else the default data dir's.
+pub fn test_model_dir() -> PathBuf {
+    std::env::var_os("MNEMO_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| model_dir(&default_data_dir()))
 }
 
 /// `$XDG_CONFIG_HOME/mnemo/config.toml`.

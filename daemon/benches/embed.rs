@@ -36,13 +36,7 @@ fn turns() -> Vec<String> {
 }
 
 fn main() {
-    let dir = std::env::var("MNEMO_MODEL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            mnemo_client::paths::default_data_dir()
-                .join("models")
-                .join("all-MiniLM-L6-v2")
-        });
+    let dir = mnemo_client::paths::test_model_dir();
     let model = match MiniLmEmbedder::load(&dir, 256, 32) {
         Ok(m) => m,
         Err(e) => {

@@ -266,7 +266,7 @@ impl Config {
         self.embedder
             .model_dir
             .clone()
-            .unwrap_or_else(|| self.data_dir.join("models").join("all-MiniLM-L6-v2"))
+            .unwrap_or_else(|| paths::model_dir(&self.data_dir))
     }
 }
 

@@ -157,6 +157,27 @@ impl Daemon {
         }
     }
 
+    /// Runs the real `mnemo` CLI against this daemon, with `stdin` piped in.
+    pub fn cli(&self, args: &[&str], stdin: &str) -> std::process::Output {
+        use std::io::Write;
+        let mut child = Command::new(workspace_bin("mnemo"))
+            .args(args)
+            .arg("--socket")
+            .arg(&self.socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mnemo");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
+        child.wait_with_output().expect("mnemo output")
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -244,12 +244,7 @@ fn cli_without_a_daemon_says_how_to_start_it() {
 fn cli_status_ping_and_shutdown_work() {
     let mut daemon = Daemon::start();
     let mnemo = |args: &[&str]| {
-        let out = std::process::Command::new(workspace_bin("mnemo"))
-            .args(args)
-            .arg("--socket")
-            .arg(&daemon.socket)
-            .output()
-            .unwrap();
+        let out = daemon.cli(args, "");
         assert!(
             out.status.success(),
             "{args:?}: {}",

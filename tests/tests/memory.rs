@@ -360,23 +360,7 @@ async fn bad_input_is_refused_clearly_and_nothing_half_written() {
 fn cli_memory_commands() {
     let daemon = Daemon::start();
     let mnemo = |args: &[&str], stdin: Option<&str>| {
-        use std::io::Write;
-        let mut child = std::process::Command::new(mnemo_tests::workspace_bin("mnemo"))
-            .args(args)
-            .arg("--socket")
-            .arg(&daemon.socket)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.unwrap_or("").as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = daemon.cli(args, stdin.unwrap_or(""));
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).to_string(),

@@ -7,7 +7,7 @@ use mnemo_client::protocol::system::*;
 use mnemo_client::protocol::time::parse_micros;
 use mnemo_client::protocol::NoParams;
 use mnemo_client::ClientError;
-use mnemo_tests::{workspace_bin, Daemon, Embedder};
+use mnemo_tests::{Daemon, Embedder};
 
 const FAST: &str = "[hardware]\nsnapshot_interval_secs = 1\nprocess_interval_secs = 1\nflush_every = 2\nprobe_inference = false\n";
 
@@ -168,12 +168,7 @@ fn cli_system_commands() {
         (&["system", "processes", "--sort", "memory"], "CATEGORY"),
         (&["system", "budget"], "tokens"),
     ] {
-        let out = std::process::Command::new(workspace_bin("mnemo"))
-            .args(args)
-            .arg("--socket")
-            .arg(&daemon.socket)
-            .output()
-            .unwrap();
+        let out = daemon.cli(args, "");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && text.contains(want),
@@ -181,12 +176,7 @@ fn cli_system_commands() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = std::process::Command::new(workspace_bin("mnemo"))
-        .args(["system", "now", "--json"])
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .output()
-        .unwrap();
+    let out = daemon.cli(&["system", "now", "--json"], "");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["snapshot"]["cpu_pct"].is_number());
 }

@@ -169,13 +169,7 @@ mod tests {
 
     /// The model fetched by packaging/fetch-model.sh, or None with a note saying how to get it.
     pub(crate) fn test_model() -> Option<MiniLmEmbedder> {
-        let dir = std::env::var("MNEMO_MODEL_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|_| {
-                mnemo_client::paths::default_data_dir()
-                    .join("models")
-                    .join("all-MiniLM-L6-v2")
-            });
+        let dir = mnemo_client::paths::test_model_dir();
         match MiniLmEmbedder::load(&dir, 256, 32) {
             Ok(m) => Some(m),
             Err(e) if std::env::var("CI").is_ok() => panic!("CI must have the model: {e}"),
@@ -231,7 +225,7 @@ mod tests {
         ];
         (0..300)
             .map(|i| {
-                let len = [1, 2, 5, 12, 30, 80, 200, 400][i % 8] + i % 7;
+                let len = [1, 2, 5, 12, 30, 60, 120, 300][i % 8] + i % 7;
                 (0..len)
                     .map(|j| words[(i * 7 + j * 13 + j / 3) % words.len()])
                     .collect::<Vec<_>>()

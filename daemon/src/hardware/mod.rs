@@ -76,6 +76,8 @@ struct Latest {
     first_seen: HashMap<String, String>,
     /// Snapshots not yet written.
     unflushed: Vec<Snapshot>,
+    /// Current memories, counted with each inventory (a scan, so not every snapshot).
+    memory_count: Option<u64>,
 }
 
 pub struct Monitor {
@@ -249,6 +251,14 @@ impl Monitor {
 
     fn set_profile(&self, profile: SystemProfile) {
         self.latest.write().expect("latest").profile = Some(profile);
+    }
+
+    fn memory_count(&self) -> Option<u64> {
+        self.latest.read().expect("latest").memory_count
+    }
+
+    fn set_memory_count(&self, count: Option<u64>) {
+        self.latest.write().expect("latest").memory_count = count;
     }
 
     pub fn snapshot(&self) -> Option<Snapshot> {

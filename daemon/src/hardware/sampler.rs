@@ -22,27 +22,26 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.ok()
 }
 
-/// Runs until shutdown, then writes the snapshots still in memory.
+/// Runs until shutdown, then writes the snapshots still in memory. The inventory (with its
+/// network probes) runs on a task of its own so it never delays a snapshot.
 pub async fn run(engine: Arc<Engine>) {
     let monitor = engine.hardware.clone();
     let config = monitor.config.clone();
     check_profile(&engine).await;
+    let inventory = tokio::spawn(inventory_loop(engine.clone()));
     let mut snapshots =
         tokio::time::interval(Duration::from_secs(config.snapshot_interval_secs.max(1)));
-    let mut inventory =
-        tokio::time::interval(Duration::from_secs(config.process_interval_secs.max(1)));
     let mut housekeeping = tokio::time::interval(HOUSEKEEPING_EVERY);
-    for tick in [&mut snapshots, &mut inventory, &mut housekeeping] {
+    for tick in [&mut snapshots, &mut housekeeping] {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
-    let mut memory_count = None;
     loop {
         tokio::select! {
             _ = engine.stopped() => break,
             _ = snapshots.tick() => {
                 let q = engine.queues();
                 let counts = DaemonCounts {
-                    memory_count,
+                    memory_count: monitor.memory_count(),
                     active_sessions: None,
                     pending_work: Some((q.pending_writes + q.pending_embeds) as u64),
                 };
@@ -52,17 +51,6 @@ pub async fn run(engine: Arc<Engine>) {
                 let full = monitor.record(snapshot, false);
                 write_snapshots(&engine, full).await;
             }
-            _ = inventory.tick() => {
-                memory_count = engine.store.count(Some("valid_to IS NULL".into())).await.ok().map(|n| n as u64);
-                let m = monitor.clone();
-                let Some(entries) = blocking(move || m.take_inventory()).await else { continue };
-                if let Ok(batch) = processes_batch(&entries) {
-                    let table = engine.store.system().processes.clone();
-                    if let Err(e) = engine.store.writer().submit(WriteOp::Merge { table, on: "key", batch }).await {
-                        tracing::warn!("writing the process inventory failed: {e}");
-                    }
-                }
-            }
             _ = housekeeping.tick() => {
                 check_profile(&engine).await;
                 if let Err(e) = fold_old_snapshots(&engine).await {
@@ -71,7 +59,45 @@ pub async fn run(engine: Arc<Engine>) {
             }
         }
     }
+    inventory.abort();
     write_snapshots(&engine, monitor.take_unflushed()).await;
+}
+
+/// Every process interval: count memories, take the inventory, probe inference servers.
+async fn inventory_loop(engine: Arc<Engine>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(
+        engine.hardware.config.process_interval_secs.max(1),
+    ));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let count = engine
+            .store
+            .count(Some("valid_to IS NULL".into()))
+            .await
+            .ok()
+            .map(|n| n as u64);
+        engine.hardware.set_memory_count(count);
+        let m = engine.hardware.clone();
+        let Some(entries) = blocking(move || m.take_inventory()).await else {
+            continue;
+        };
+        if let Ok(batch) = processes_batch(&entries) {
+            let table = engine.store.system().processes.clone();
+            if let Err(e) = engine
+                .store
+                .writer()
+                .submit(WriteOp::Merge {
+                    table,
+                    on: "key",
+                    batch,
+                })
+                .await
+            {
+                tracing::warn!("writing the process inventory failed: {e}");
+            }
+        }
+    }
 }
 
 async fn write_snapshots(engine: &Engine, rows: Vec<Snapshot>) {

@@ -35,18 +35,29 @@ impl Store {
         Ok(stream.try_collect().await?)
     }
 
+    /// Rows matching `predicate` without their vectors.
+    async fn plain_rows(
+        &self,
+        predicate: String,
+        limit: Option<usize>,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        let mut query = self
+            .memories
+            .query()
+            .only_if(predicate)
+            .select(self.plain_columns());
+        if let Some(limit) = limit {
+            query = query.limit(limit);
+        }
+        let batches = Self::collect(query.execute().await?).await?;
+        Ok(batches.iter().flat_map(from_batch).collect())
+    }
+
     pub async fn get(&self, id: &str) -> Result<Option<MemoryRecord>, StoreError> {
-        let batches = Self::collect(
-            self.memories
-                .query()
-                .only_if(format!("id = {}", quote(id)))
-                .select(self.plain_columns())
-                .limit(1)
-                .execute()
-                .await?,
-        )
-        .await?;
-        Ok(batches.iter().flat_map(from_batch).next())
+        Ok(self
+            .plain_rows(format!("id = {}", quote(id)), Some(1))
+            .await?
+            .pop())
     }
 
     /// Rows by id, with vectors (for rewriting them).
@@ -92,16 +103,9 @@ impl Store {
 
     /// Every version sharing `lineage`, oldest first.
     pub async fn lineage(&self, lineage: &str) -> Result<Vec<MemoryRecord>, StoreError> {
-        let batches = Self::collect(
-            self.memories
-                .query()
-                .only_if(format!("lineage = {}", quote(lineage)))
-                .select(self.plain_columns())
-                .execute()
-                .await?,
-        )
-        .await?;
-        let mut rows: Vec<MemoryRecord> = batches.iter().flat_map(from_batch).collect();
+        let mut rows = self
+            .plain_rows(format!("lineage = {}", quote(lineage)), None)
+            .await?;
         rows.sort_by(|a, b| (a.valid_from, &a.id).cmp(&(b.valid_from, &b.id)));
         Ok(rows)
     }
