@@ -137,24 +137,13 @@ impl Monitor {
         );
         SystemProfile {
             detected_at: format_micros(now_micros()),
-            host_name: facts.host_name,
-            os_name: facts.os_name,
-            os_version: facts.os_version,
-            kernel_version: facts.kernel_version,
-            arch: facts.arch,
-            cpu_model: facts.cpu_model,
-            cpu_cores: facts.cpu_cores,
-            cpu_threads: facts.cpu_threads,
-            ram_total_bytes: facts.ram_total_bytes,
-            swap_total_bytes: facts.swap_total_bytes,
-            disk_mount: facts.disk_mount,
-            disk_total_bytes: facts.disk_total_bytes,
             gpus,
             gpu_driver_version: driver,
             cuda_version: cuda,
             gpu_status: self.gpu.status(),
             capabilities,
             constraints,
+            ..facts
         }
     }
 
@@ -307,14 +296,14 @@ impl Monitor {
 mod tests {
     use super::*;
     use mnemo_client::protocol::system::{GpuInfo, GpuReading};
-    use probe::{HostFacts, HostReading, ProcessReading};
+    use probe::{HostReading, ProcessReading};
 
     struct FakeHost {
         ram_pct: f32,
     }
     impl HostProbe for FakeHost {
-        fn facts(&mut self) -> HostFacts {
-            HostFacts {
+        fn facts(&mut self) -> SystemProfile {
+            SystemProfile {
                 arch: "x86_64".into(),
                 cpu_threads: 16,
                 ram_total_bytes: 64 << 30,

@@ -3,25 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use mnemo_client::protocol::system::GpuInfo;
+use mnemo_client::protocol::system::{GpuInfo, SystemProfile};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind};
-
-/// Facts that change rarely: the profile's input.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HostFacts {
-    pub host_name: Option<String>,
-    pub os_name: Option<String>,
-    pub os_version: Option<String>,
-    pub kernel_version: Option<String>,
-    pub arch: String,
-    pub cpu_model: Option<String>,
-    pub cpu_cores: Option<usize>,
-    pub cpu_threads: usize,
-    pub ram_total_bytes: u64,
-    pub swap_total_bytes: u64,
-    pub disk_mount: Option<String>,
-    pub disk_total_bytes: Option<u64>,
-}
 
 /// One reading of the host.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,7 +33,8 @@ pub struct ProcessReading {
 }
 
 pub trait HostProbe: Send {
-    fn facts(&mut self) -> HostFacts;
+    /// The host's part of the profile (everything but GPUs, capabilities and constraints).
+    fn facts(&mut self) -> SystemProfile;
     fn sample(&mut self) -> HostReading;
     fn processes(&mut self) -> Vec<ProcessReading>;
 }
@@ -103,12 +87,12 @@ pub fn disk_space(_path: &Path) -> Option<(u64, u64)> {
 }
 
 impl HostProbe for SysinfoProbe {
-    fn facts(&mut self) -> HostFacts {
+    fn facts(&mut self) -> SystemProfile {
         self.system.refresh_memory();
         self.system
             .refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
         let cpus = self.system.cpus();
-        HostFacts {
+        SystemProfile {
             host_name: System::host_name(),
             os_name: System::name(),
             os_version: System::os_version(),
@@ -124,6 +108,7 @@ impl HostProbe for SysinfoProbe {
             swap_total_bytes: self.system.total_swap(),
             disk_mount: Some(self.data_dir.display().to_string()),
             disk_total_bytes: disk_space(&self.data_dir).map(|d| d.0),
+            ..Default::default()
         }
     }
 
