@@ -37,6 +37,9 @@ pub struct Config {
     pub store: StoreConfig,
     pub search: SearchConfig,
     pub hardware: crate::hardware::HardwareConfig,
+    pub consolidate: crate::consolidate::ConsolidateConfig,
+    /// The optional chat endpoint consolidation writes summaries with.
+    pub llm: crate::llm::LlmConfig,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -135,6 +138,8 @@ impl Default for Config {
             store: StoreConfig::default(),
             search: SearchConfig::default(),
             hardware: Default::default(),
+            consolidate: Default::default(),
+            llm: Default::default(),
         }
     }
 }
@@ -247,6 +252,7 @@ impl Config {
                 "hardware.snapshot_interval_secs and process_interval_secs must be at least 1",
             );
         }
+        self.consolidate.validate().map_err(ConfigError::Invalid)?;
         if self.store.commit_max_rows == 0 {
             return bad("store.commit_max_rows must be at least 1");
         }

@@ -16,7 +16,7 @@ use crate::hardware::probe::SysinfoProbe;
 use crate::hardware::{self, Monitor};
 use crate::lock::DataDirLock;
 use crate::store::Store;
-use crate::{readiness, server};
+use crate::{consolidate, readiness, server};
 
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
@@ -77,12 +77,15 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
 
     let maintenance = tokio::spawn(maintain(engine.clone()));
     let hardware = tokio::spawn(hardware::run(engine.clone()));
+    let consolidation = tokio::spawn(consolidate::run(engine.clone()));
     server::serve(listener, engine.clone(), router).await;
 
     readiness::stopping();
     maintenance.abort();
     // The sampler writes the snapshots it still holds, then ends.
     let _ = tokio::time::timeout(Duration::from_millis(800), hardware).await;
+    // A run in progress records itself as interrupted, to resume after the restart.
+    let _ = tokio::time::timeout(Duration::from_millis(800), consolidation).await;
     store.close().await;
     let _ = std::fs::remove_file(&config.socket);
     tracing::info!("stopped");

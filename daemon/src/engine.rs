@@ -8,6 +8,7 @@ use mnemo_client::protocol::daemon::{ComponentHealth, ComponentState, QueueDepth
 use tokio::sync::{watch, Mutex};
 
 use crate::config::Config;
+use crate::consolidate::Consolidation;
 use crate::embed::EmbedService;
 use crate::events::EventBus;
 use crate::hardware::Monitor;
@@ -19,6 +20,7 @@ pub struct Engine {
     pub embed: EmbedService,
     pub events: EventBus,
     pub hardware: Arc<Monitor>,
+    pub consolidation: Consolidation,
     pub started: Instant,
     /// Flips to true once; everything that loops watches it.
     pub shutdown: watch::Sender<bool>,
@@ -37,6 +39,7 @@ impl Engine {
         hardware: Arc<Monitor>,
     ) -> Arc<Self> {
         Arc::new(Self {
+            consolidation: Consolidation::new(config.consolidate.clone()),
             config,
             store,
             embed,

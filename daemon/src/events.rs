@@ -21,6 +21,14 @@ pub enum Event {
         what: String,
     },
     Snapshot(Box<mnemo_client::protocol::system::Snapshot>),
+    /// A run's progress (`done` of `total` units of `phase`) or its end (`status`).
+    Consolidation {
+        run_id: String,
+        status: mnemo_client::protocol::consolidate::RunStatus,
+        phase: Option<mnemo_client::protocol::consolidate::Phase>,
+        done: u64,
+        total: u64,
+    },
 }
 
 pub type EventBus = tokio::sync::broadcast::Sender<Event>;

@@ -115,6 +115,8 @@ fn new_record(p: AddParams, now: i64) -> Result<MemoryRecord, String> {
         metadata,
         access_count: 0,
         last_accessed_at: None,
+        summarized_by: None,
+        faded_at: None,
     })
 }
 
@@ -159,21 +161,101 @@ pub async fn add(
         })?;
         records.push(record);
     }
-    embed_into(engine, &mut records).await?;
-    engine
+    let (fresh, answer) = skip_known(engine, records).await?;
+    if !fresh.is_empty() {
+        let mut fresh = fresh;
+        embed_into(engine, &mut fresh).await?;
+        engine
+            .store
+            .writer()
+            .submit(WriteOp::Insert(fresh.clone()))
+            .await
+            .map_err(store_error)?;
+        engine.consolidation.mark_dirty();
+        publish_added(engine, &fresh);
+        let mut fresh = fresh.into_iter();
+        return Ok(answer
+            .into_iter()
+            .map(|a| match a {
+                Known::Existing(r) => r,
+                Known::New => fresh.next().expect("one new record per New"),
+            })
+            .collect());
+    }
+    Ok(answer
+        .into_iter()
+        .filter_map(|a| match a {
+            Known::Existing(r) => Some(r),
+            Known::New => None,
+        })
+        .collect())
+}
+
+/// What `add` answers for one item: a memory already stored, or the next new one.
+enum Known {
+    Existing(MemoryRecord),
+    New,
+}
+
+/// The same text said again about the same moment is the same memory: re-adding it does not
+/// grow the store; it counts as an access of the stored one (and repeats within one batch
+/// collapse too). Text said at another time, or in another session, is a new memory.
+async fn skip_known(
+    engine: &Arc<Engine>,
+    records: Vec<MemoryRecord>,
+) -> Result<(Vec<MemoryRecord>, Vec<Known>), RpcError> {
+    type Key = (String, String, Option<String>, Option<i64>);
+    let key = |r: &MemoryRecord| -> Key {
+        (
+            r.namespace.clone(),
+            r.content_hash.clone(),
+            r.session_id.clone(),
+            r.occurred_at,
+        )
+    };
+    let hashes: Vec<String> = records.iter().map(|r| r.content_hash.clone()).collect();
+    let stored = engine
         .store
-        .writer()
-        .submit(WriteOp::Insert(records.clone()))
+        .plain_rows(
+            format!("{} AND valid_to IS NULL", id_list("content_hash", &hashes)),
+            None,
+        )
         .await
         .map_err(store_error)?;
-    for r in &records {
+    let mut known: std::collections::HashMap<Key, MemoryRecord> =
+        stored.into_iter().map(|r| (key(&r), r)).collect();
+    let mut fresh = Vec::new();
+    let mut answer = Vec::new();
+    let mut repeated = Vec::new();
+    for r in records {
+        match known.get(&key(&r)) {
+            Some(existing) => {
+                repeated.push(existing.id.clone());
+                answer.push(Known::Existing(existing.clone()));
+            }
+            None => {
+                known.insert(key(&r), r.clone());
+                fresh.push(r);
+                answer.push(Known::New);
+            }
+        }
+    }
+    // Repeats of a row added in this same batch are not in the store yet; they answer with
+    // that row, which `add` fills in below, so drop them from `repeated` accesses.
+    let fresh_ids: std::collections::HashSet<&str> = fresh.iter().map(|r| r.id.as_str()).collect();
+    repeated.retain(|id| !fresh_ids.contains(id.as_str()));
+    crate::recall::record_access(engine, repeated);
+    Ok((fresh, answer))
+}
+
+fn publish_added(engine: &Engine, records: &[MemoryRecord]) {
+    for r in records {
         let _ = engine.events.send(Event::MemoryAdded {
             id: r.id.clone(),
             namespace: r.namespace.clone(),
             kind: r.kind.to_string(),
         });
     }
-    Ok(records)
 }
 
 pub fn not_found(id: &str) -> RpcError {
@@ -253,6 +335,7 @@ pub async fn update(engine: &Arc<Engine>, p: UpdateParams) -> Result<MemoryRecor
         .submit(WriteOp::Upsert(vec![old.clone(), new.clone()]))
         .await
         .map_err(store_error)?;
+    engine.consolidation.mark_dirty();
     let _ = engine.events.send(Event::MemoryUpdated {
         id: new.id.clone(),
         replaces: old.id,
@@ -303,15 +386,80 @@ pub async fn forget(engine: &Arc<Engine>, p: ForgetParams) -> Result<u64, RpcErr
             "say what to forget: ids, a filter, or both",
         ));
     }
-    let deleted = engine
-        .store
-        .writer()
-        .submit(WriteOp::Delete(clauses.join(" OR ")))
-        .await
-        .map_err(store_error)?;
+    let deleted = delete_with_traces(engine, clauses.join(" OR ")).await?;
     let _ = engine
         .events
         .send(Event::MemoryForgotten { count: deleted });
+    Ok(deleted)
+}
+
+/// Deletes what `predicate` matches and every trace of it elsewhere in the store: duplicates
+/// merged into it, summaries quoting it (their other sources are released to be summarised
+/// again), and its pending access events.
+async fn delete_with_traces(engine: &Arc<Engine>, predicate: String) -> Result<u64, RpcError> {
+    let store = &engine.store;
+    let columns = ["id", "summarized_by", "is_summary"];
+    let mut rows = store
+        .columns_of(predicate.clone(), &columns)
+        .await
+        .map_err(store_error)?;
+    let mut ids: std::collections::BTreeSet<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let mut extra = Vec::new();
+    let mut frontier: Vec<String> = ids.iter().cloned().collect();
+    // Duplicates can have been merged into duplicates; a few levels cover any real chain.
+    for _ in 0..4 {
+        if frontier.is_empty() {
+            break;
+        }
+        let merged = store
+            .columns_of(id_list("superseded_by", &frontier), &columns)
+            .await
+            .map_err(store_error)?;
+        frontier = merged
+            .iter()
+            .filter(|r| ids.insert(r.id.clone()))
+            .map(|r| r.id.clone())
+            .collect();
+        extra.extend(frontier.iter().cloned());
+        rows.extend(merged);
+    }
+    let mut summaries: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.summarized_by.clone())
+        .filter(|s| !ids.contains(s))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    extra.extend(summaries.iter().cloned());
+    summaries.extend(rows.iter().filter(|r| r.is_summary).map(|r| r.id.clone()));
+    let mut full = predicate;
+    if !extra.is_empty() {
+        full = format!("({full}) OR {}", id_list("id", &extra));
+    }
+    let writer = store.writer();
+    let deleted = writer
+        .submit(WriteOp::Delete(full))
+        .await
+        .map_err(store_error)?;
+    if !summaries.is_empty() {
+        writer
+            .submit(WriteOp::Update {
+                predicate: id_list("summarized_by", &summaries),
+                columns: vec![("summarized_by".into(), "CAST(NULL AS STRING)".into())],
+            })
+            .await
+            .map_err(store_error)?;
+    }
+    let ids: Vec<String> = ids.into_iter().collect();
+    for chunk in ids.chunks(1000) {
+        writer
+            .submit(WriteOp::DeleteWhere {
+                table: store.runs().access_log.clone(),
+                predicate: id_list("memory_id", chunk),
+            })
+            .await
+            .map_err(store_error)?;
+    }
     Ok(deleted)
 }
 

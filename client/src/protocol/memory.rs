@@ -96,6 +96,21 @@ pub struct Memory {
     pub tags: Vec<String>,
     pub metadata: Value,
     pub content_hash: String,
+    /// Written by consolidation from the memories in `summarizes`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_summary: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summarizes: Vec<String>,
+    /// The summary this memory was folded into (it was demoted, not deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarized_by: Option<String>,
+    /// When consolidation found its strength below the fade threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faded_at: Option<String>,
+    #[serde(default)]
+    pub access_count: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_accessed_at: Option<String>,
 }
 
 /// A new memory. Timestamps are RFC 3339 (`2024-05-01T12:00:00Z`), a date (`2024-05-01`) or

@@ -2,6 +2,7 @@
 //! line. Each method is a type implementing [`Method`], which names it and fixes its params
 //! and result, so daemon handlers and client calls cannot disagree.
 
+pub mod consolidate;
 pub mod daemon;
 pub mod jsonrpc;
 pub mod memory;

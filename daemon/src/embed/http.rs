@@ -1,8 +1,6 @@
 //! Embeddings from a local server: Ollama (`/api/embed`) or any OpenAI-compatible
 //! `/v1/embeddings` (LM Studio, llama.cpp server, vLLM).
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
 use super::{l2_normalize, EmbedError, Embedder};
@@ -32,11 +30,7 @@ impl HttpEmbedder {
             .http_model
             .clone()
             .unwrap_or_else(|| "all-minilm".into());
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_millis(config.http_timeout_ms)))
-            .http_status_as_error(false)
-            .build()
-            .into();
+        let agent = crate::httpjson::agent(config.http_timeout_ms);
         let api_key = config
             .http_api_key_env
             .as_deref()
@@ -59,21 +53,13 @@ impl HttpEmbedder {
             url: self.url.clone(),
             message,
         };
-        let mut req = self.agent.post(&self.url);
-        if let Some(key) = &self.api_key {
-            req = req.header("Authorization", &format!("Bearer {key}"));
-        }
-        let mut resp = req
-            .send_json(json!({ "model": self.model, "input": texts }))
-            .map_err(|e| fail(format!("{e} (is the server running?)")))?;
-        let status = resp.status();
-        let body: Value = resp
-            .body_mut()
-            .read_json()
-            .map_err(|e| fail(format!("HTTP {status}, unreadable body: {e}")))?;
-        if !status.is_success() {
-            return Err(fail(format!("HTTP {status}: {body}")));
-        }
+        let body = crate::httpjson::post(
+            &self.agent,
+            &self.url,
+            self.api_key.as_deref(),
+            &json!({ "model": self.model, "input": texts }),
+        )
+        .map_err(fail)?;
         Ok(body)
     }
 }

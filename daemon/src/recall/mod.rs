@@ -20,6 +20,28 @@ use crate::store::filter::predicate;
 pub const MAX_K: usize = 200;
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 
+/// Appends one access event per result, folded into the rows later by consolidation. It
+/// does not delay the answer; an access lost in a crash only costs a little strength.
+pub fn record_access(engine: &Arc<Engine>, ids: Vec<String>) {
+    if ids.is_empty() {
+        return;
+    }
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        let batch = match crate::store::runs::access_batch(&ids, now_micros()) {
+            Ok(b) => b,
+            Err(e) => return tracing::warn!("access events: {e}"),
+        };
+        let op = crate::store::WriteOp::Append {
+            table: engine.store.runs().access_log.clone(),
+            batch,
+        };
+        if let Err(e) = engine.store.writer().submit(op).await {
+            tracing::debug!("access events not recorded: {e}");
+        }
+    });
+}
+
 pub async fn search(engine: &Arc<Engine>, p: SearchParams) -> Result<SearchResult, RpcError> {
     let started = Instant::now();
     if p.query.trim().is_empty() {
@@ -92,7 +114,8 @@ pub async fn search(engine: &Arc<Engine>, p: SearchParams) -> Result<SearchResul
             score: explain.score,
             explain: p.explain.then_some(explain),
         })
-        .collect();
+        .collect::<Vec<SearchHit>>();
+    record_access(engine, hits.iter().map(|h| h.memory.id.clone()).collect());
     Ok(SearchResult {
         hits,
         mode: p.mode,

@@ -43,6 +43,7 @@ pub fn router() -> Router {
         .register::<system::SystemHistory, _, _>(system_history)
         .register::<system::Processes, _, _>(system_processes)
         .register::<system::SystemBudget, _, _>(system_budget);
+    super::consolidate::register(&mut r);
     let mut methods = r.methods();
     methods.push(<Hello as mnemo_client::protocol::Method>::NAME.to_string());
     methods.sort();

@@ -1,6 +1,7 @@
 //! The local-socket server: accepts connections, reads frames, dispatches each request on its
 //! own task (so one connection can pipeline), and writes replies as they finish.
 
+mod consolidate;
 mod frame;
 mod handlers;
 mod router;

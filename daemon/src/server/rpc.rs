@@ -86,6 +86,9 @@ async fn handle_one(router: &Router, engine: &Arc<Engine>, item: Value) -> Optio
         )));
     }
 
+    if crate::consolidate::idle::is_user_work(&method) {
+        engine.consolidation.activity.touch();
+    }
     engine.in_flight.fetch_add(1, Ordering::Relaxed);
     let over = engine.in_flight.load(Ordering::Relaxed) > engine.config.max_in_flight;
     let result = if over {

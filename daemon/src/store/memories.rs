@@ -36,7 +36,7 @@ impl Store {
     }
 
     /// Rows matching `predicate` without their vectors.
-    async fn plain_rows(
+    pub async fn plain_rows(
         &self,
         predicate: String,
         limit: Option<usize>,
@@ -49,6 +49,22 @@ impl Store {
         if let Some(limit) = limit {
             query = query.limit(limit);
         }
+        let batches = Self::collect(query.execute().await?).await?;
+        Ok(batches.iter().flat_map(from_batch).collect())
+    }
+
+    /// Only `columns` of the rows matching `predicate` (the rest read as defaults): for passes
+    /// over the whole table that need a few columns, such as vectors for dedup.
+    pub async fn columns_of(
+        &self,
+        predicate: String,
+        columns: &[&str],
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        let query = self
+            .memories
+            .query()
+            .only_if(predicate)
+            .select(Select::columns(columns));
         let batches = Self::collect(query.execute().await?).await?;
         Ok(batches.iter().flat_map(from_batch).collect())
     }
@@ -101,11 +117,26 @@ impl Store {
         Ok(batches.iter().flat_map(from_batch).collect())
     }
 
-    /// Every version sharing `lineage`, oldest first.
+    /// Every version sharing `lineage`, and the duplicates consolidation merged into one of
+    /// them (their `superseded_by` points in), oldest first.
     pub async fn lineage(&self, lineage: &str) -> Result<Vec<MemoryRecord>, StoreError> {
         let mut rows = self
             .plain_rows(format!("lineage = {}", quote(lineage)), None)
             .await?;
+        if !rows.is_empty() {
+            let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+            let merged = self
+                .plain_rows(
+                    format!(
+                        "{} AND lineage <> {}",
+                        id_list("superseded_by", &ids),
+                        quote(lineage)
+                    ),
+                    None,
+                )
+                .await?;
+            rows.extend(merged);
+        }
         rows.sort_by(|a, b| (a.valid_from, &a.id).cmp(&(b.valid_from, &b.id)));
         Ok(rows)
     }

@@ -4,6 +4,7 @@
 pub mod filter;
 mod maintenance;
 mod memories;
+pub mod runs;
 pub mod schema;
 pub mod system;
 pub mod writer;
@@ -56,7 +57,9 @@ const META: &str = "meta";
 pub struct Store {
     db: Connection,
     memories: Table,
+    meta: Table,
     system: system::SystemTables,
+    runs: runs::RunTables,
     schema: SchemaRef,
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -88,6 +91,7 @@ impl Store {
                 .execute()
                 .await?
         };
+        migrate_memories(&memories).await?;
         let schema = memories.schema().await?;
         let stored_dim = match schema
             .field_with_name("vector")
@@ -98,6 +102,7 @@ impl Store {
         };
         let meta = open_meta(&db, &names).await?;
         let system = system::SystemTables::open(&db, &names).await?;
+        let runs = runs::RunTables::open(&db, &names).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
             .await?
             .and_then(|v| v.parse().ok())
@@ -137,7 +142,9 @@ impl Store {
         let store = Arc::new(Store {
             db,
             memories,
+            meta,
             system,
+            runs,
             schema,
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
@@ -159,6 +166,41 @@ impl Store {
 
     pub fn system(&self) -> &system::SystemTables {
         &self.system
+    }
+
+    pub fn runs(&self) -> &runs::RunTables {
+        &self.runs
+    }
+
+    /// A value from the `meta` table (schema version, embedder, watermarks).
+    pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
+        read_meta(&self.meta, key).await
+    }
+
+    /// Sets a `meta` value. Only mnemod's own bookkeeping writes here, one key per owner.
+    pub async fn meta_set(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        write_meta(&self.meta, key, value).await
+    }
+
+    /// Every table, memories first: what storage maintenance walks.
+    /// A batch of some `memories` columns, for [`WriteOp::Patch`].
+    pub fn patch(
+        &self,
+        columns: Vec<(&str, lancedb::arrow::arrow_array::ArrayRef)>,
+    ) -> Result<RecordBatch, StoreError> {
+        schema::patch_batch(&self.schema, columns)
+    }
+
+    pub fn tables(&self) -> Vec<Table> {
+        vec![
+            self.memories.clone(),
+            self.system.snapshots.clone(),
+            self.system.processes.clone(),
+            self.system.profiles.clone(),
+            self.runs.runs.clone(),
+            self.runs.access_log.clone(),
+            self.meta.clone(),
+        ]
     }
 
     pub fn memories(&self) -> &Table {
@@ -190,6 +232,35 @@ impl Store {
             task.abort();
         }
     }
+}
+
+/// Brings an older `memories` table to the current columns. Added columns start null, so
+/// this is a metadata-only commit.
+async fn migrate_memories(memories: &Table) -> Result<(), StoreError> {
+    let schema = memories.schema().await?;
+    let missing: Vec<Field> = schema::added_in_v2()
+        .into_iter()
+        .filter(|f| schema.field_with_name(f.name()).is_err())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(
+        "upgrading the memories table: adding {}",
+        missing
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    memories
+        .add_columns()
+        .transform(lancedb::table::NewColumnTransform::AllNulls(Arc::new(
+            Schema::new(missing),
+        )))
+        .execute()
+        .await?;
+    Ok(())
 }
 
 fn meta_schema() -> SchemaRef {

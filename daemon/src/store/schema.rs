@@ -15,7 +15,7 @@ use mnemo_client::protocol::time::format_micros;
 use super::StoreError;
 
 /// Bumped whenever the `memories` columns change; recorded in the `meta` table.
-pub const MEMORIES_SCHEMA_VERSION: u32 = 1;
+pub const MEMORIES_SCHEMA_VERSION: u32 = 2;
 
 /// One version of a memory as stored. Times are UTC microseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +51,10 @@ pub struct MemoryRecord {
     pub content_hash: String,
     pub access_count: i64,
     pub last_accessed_at: Option<i64>,
+    /// Schema 2: the summary this row was folded into.
+    pub summarized_by: Option<String>,
+    /// Schema 2: when consolidation found it faded.
+    pub faded_at: Option<i64>,
 }
 
 impl MemoryRecord {
@@ -74,6 +78,12 @@ impl MemoryRecord {
             tags: self.tags.clone(),
             metadata: serde_json::from_str(&self.metadata).unwrap_or(serde_json::Value::Null),
             content_hash: self.content_hash.clone(),
+            is_summary: self.is_summary,
+            summarizes: self.summarizes.clone(),
+            summarized_by: self.summarized_by.clone(),
+            faded_at: self.faded_at.map(format_micros),
+            access_count: self.access_count,
+            last_accessed_at: self.last_accessed_at.map(format_micros),
         }
     }
 
@@ -129,7 +139,32 @@ pub fn memories_schema(dim: usize) -> SchemaRef {
         s("content_hash", false),
         i("access_count", false),
         i("last_accessed_at", true),
-    ]))
+    ]
+    .into_iter()
+    .chain(added_in_v2())
+    .collect::<Vec<_>>()))
+}
+
+/// Columns schema 2 added; a version-1 table gains them, all null, when opened.
+pub fn added_in_v2() -> Vec<Field> {
+    vec![
+        Field::new("summarized_by", DataType::Utf8, true),
+        Field::new("faded_at", DataType::Int64, true),
+    ]
+}
+
+/// A batch of some `memories` columns (the first being `id`), typed as the table types them:
+/// the source of a partial-schema merge.
+pub fn patch_batch(
+    schema: &Schema,
+    columns: Vec<(&str, ArrayRef)>,
+) -> Result<RecordBatch, StoreError> {
+    let mut fields = Vec::new();
+    for (name, _) in &columns {
+        fields.push(schema.field_with_name(name)?.clone());
+    }
+    let arrays = columns.into_iter().map(|(_, a)| a).collect();
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
 /// Every column but the vector: what reads fetch unless they need vectors.
@@ -232,6 +267,8 @@ pub fn to_batch(schema: &SchemaRef, rows: &[MemoryRecord]) -> Result<RecordBatch
                 .map(|r| r.last_accessed_at)
                 .collect::<Int64Array>(),
         ),
+        owned(|r| r.summarized_by.clone()),
+        Arc::new(rows.iter().map(|r| r.faded_at).collect::<Int64Array>()),
     ];
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
@@ -324,6 +361,8 @@ pub fn from_batch(batch: &RecordBatch) -> Vec<MemoryRecord> {
             content_hash: c.string("content_hash", row).unwrap_or_default(),
             access_count: c.int("access_count", row).unwrap_or_default(),
             last_accessed_at: c.int("last_accessed_at", row),
+            summarized_by: c.string("summarized_by", row),
+            faded_at: c.int("faded_at", row),
         })
         .collect()
 }
@@ -377,6 +416,8 @@ pub(crate) mod tests {
             content_hash: "h".into(),
             access_count: 0,
             last_accessed_at: None,
+            summarized_by: None,
+            faded_at: Some(3),
         }
     }
 

@@ -58,7 +58,7 @@ pub struct SystemTables {
     pub processes: Table,
 }
 
-async fn open_or_create(
+pub(super) async fn open_or_create(
     db: &Connection,
     names: &[String],
     name: &str,
@@ -81,7 +81,7 @@ impl SystemTables {
     }
 }
 
-fn json<T: serde::Serialize>(v: &T) -> String {
+pub(super) fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "{}".into())
 }
 
@@ -159,7 +159,7 @@ pub fn processes_batch(rows: &[(String, ProcessEntry)]) -> Result<RecordBatch, S
     Ok(RecordBatch::try_new(processes_schema(), columns)?)
 }
 
-async fn json_rows<T: serde::de::DeserializeOwned>(
+pub(super) async fn json_rows<T: serde::de::DeserializeOwned>(
     table: &Table,
     predicate: String,
 ) -> Result<Vec<(i64, T)>, StoreError> {

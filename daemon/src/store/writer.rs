@@ -22,6 +22,19 @@ pub enum WriteOp {
     Upsert(Vec<MemoryRecord>),
     /// A SQL predicate; answers the number of rows deleted.
     Delete(String),
+    /// Some columns of existing memories, keyed by `id` (a partial-schema merge: the other
+    /// columns, vectors included, are left as they are). Rows matching no id, or failing
+    /// `only_if` (SQL over `target.` and `source.`), are left alone. Answers rows updated.
+    Patch {
+        batch: RecordBatch,
+        only_if: Option<String>,
+    },
+    /// Sets `columns` (name, SQL expression over the old row) where `predicate` holds;
+    /// answers the number of rows updated. Bookkeeping only: content changes are versions.
+    Update {
+        predicate: String,
+        columns: Vec<(String, String)>,
+    },
     /// Rows for another table; consecutive appends to one table commit together.
     Append { table: Table, batch: RecordBatch },
     /// Rows replacing those with the same `on` key in another table, or added.
@@ -39,7 +52,8 @@ impl WriteOp {
         match self {
             WriteOp::Insert(r) | WriteOp::Upsert(r) => r.len(),
             WriteOp::Append { batch, .. } | WriteOp::Merge { batch, .. } => batch.num_rows(),
-            WriteOp::Delete(_) | WriteOp::DeleteWhere { .. } => 1,
+            WriteOp::Patch { batch, .. } => batch.num_rows(),
+            WriteOp::Delete(_) | WriteOp::DeleteWhere { .. } | WriteOp::Update { .. } => 1,
         }
     }
     fn table_name(&self) -> Option<&str> {
@@ -162,7 +176,13 @@ async fn run(
 async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
     let (ops, acks): (Vec<WriteOp>, Vec<_>) = run.into_iter().map(|q| (q.op, q.ack)).unzip();
     let result = match ops.first() {
-        Some(WriteOp::Delete(_) | WriteOp::DeleteWhere { .. } | WriteOp::Merge { .. }) => {
+        Some(
+            WriteOp::Delete(_)
+            | WriteOp::DeleteWhere { .. }
+            | WriteOp::Merge { .. }
+            | WriteOp::Update { .. }
+            | WriteOp::Patch { .. },
+        ) => {
             // These answer each caller on its own, so they commit one by one.
             for (op, ack) in ops.into_iter().zip(acks) {
                 let _ = ack.send(commit_single(table, op).await);
@@ -202,6 +222,20 @@ async fn commit_single(memories: &Table, op: WriteOp) -> Result<u64, StoreError>
     match op {
         WriteOp::Delete(predicate) => {
             Ok(memories.delete(predicate.as_str()).await?.num_deleted_rows)
+        }
+        WriteOp::Patch { batch, only_if } => {
+            let schema = batch.schema();
+            let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+            let mut merge = memories.merge_insert(&["id"]);
+            merge.when_matched_update_all(only_if);
+            Ok(merge.execute(Box::new(reader)).await?.num_updated_rows)
+        }
+        WriteOp::Update { predicate, columns } => {
+            let mut update = memories.update().only_if(predicate);
+            for (name, expr) in columns {
+                update = update.column(name, expr);
+            }
+            Ok(update.execute().await?.rows_updated)
         }
         WriteOp::DeleteWhere { table, predicate } => {
             Ok(table.delete(predicate.as_str()).await?.num_deleted_rows)

@@ -1,6 +1,7 @@
 //! `mnemo`: the command line for mnemod.
 
 mod bench;
+mod consolidate;
 mod memory;
 mod output;
 mod system;
@@ -50,6 +51,9 @@ enum Command {
     System(system::SystemCommand),
     /// Measure ingest, search latency and retrieval quality through the socket.
     Bench(bench::BenchArgs),
+    /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
+    /// `status` and `runs` show the idle state and past runs.
+    Consolidate(consolidate::ConsolidateArgs),
 }
 
 /// Content from the argument, or from stdin when it is absent or `-`.
@@ -107,6 +111,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Memory(cmd) => memory::run(cmd, &socket, &out).await?,
         Command::System(cmd) => system::run(cmd, &socket, &out).await?,
         Command::Bench(args) => bench::run(args, &socket).await?,
+        Command::Consolidate(args) => consolidate::run(args, &socket, &out).await?,
     }
     Ok(())
 }

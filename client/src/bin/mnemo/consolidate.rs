@@ -1,0 +1,203 @@
+//! `mnemo consolidate`: run consolidation now, watch it, read past runs.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use mnemo_client::protocol::consolidate::{
+    PhaseState, Progress, Run, RunRecord, RunStatus, Runs, RunsParams, Status, StatusResult,
+};
+use mnemo_client::protocol::NoParams;
+
+use crate::connect;
+use crate::output::Output;
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ConsolidateArgs {
+    #[command(subcommand)]
+    command: Option<ConsolidateCommand>,
+    /// Wait for the run to finish, showing progress, then print what each phase did.
+    #[arg(long)]
+    wait: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum ConsolidateCommand {
+    /// Whether the machine is idle enough, the run going on and the last one completed.
+    Status,
+    /// Past runs, newest first, with what each phase did.
+    Runs {
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+}
+
+pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::Result<()> {
+    let mut client = connect(socket).await?;
+    match args.command {
+        Some(ConsolidateCommand::Status) => {
+            let status = client.call::<Status>(&NoParams {}).await?;
+            out.value(&status, || status_text(&status));
+        }
+        Some(ConsolidateCommand::Runs { limit }) => {
+            let runs = client
+                .call::<Runs>(&RunsParams { limit: Some(limit) })
+                .await?;
+            out.value(&runs, || {
+                if runs.runs.is_empty() {
+                    return "no consolidation runs yet (`mnemo consolidate` starts one)".into();
+                }
+                runs.runs.iter().map(report).collect::<Vec<_>>().join("\n\n")
+            });
+        }
+        None => {
+            let started = client.call::<Run>(&NoParams {}).await?;
+            if !args.wait {
+                out.value(&started, || {
+                    let what = if started.already_running {
+                        "already running"
+                    } else if started.resumed {
+                        "resumed"
+                    } else {
+                        "started"
+                    };
+                    format!(
+                        "consolidation run {} {what}; `mnemo consolidate status` shows its progress",
+                        started.run_id
+                    )
+                });
+                return Ok(());
+            }
+            let bar = std::io::stderr().is_terminal() && !out.json;
+            let run = loop {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                let status = client.call::<Status>(&NoParams {}).await?;
+                let current = status.current.as_ref().filter(|r| r.id == started.run_id);
+                if current.is_some_and(|r| r.status == RunStatus::Running) {
+                    if bar {
+                        draw(status.progress.as_ref());
+                    }
+                    continue;
+                }
+                let runs = client
+                    .call::<Runs>(&RunsParams { limit: Some(20) })
+                    .await?;
+                if let Some(run) = runs.runs.into_iter().find(|r| {
+                    r.id == started.run_id && r.status != RunStatus::Running
+                }) {
+                    break run;
+                }
+            };
+            if bar {
+                eprint!("\r\x1b[2K");
+            }
+            out.value(&run, || report(&run));
+            if run.status == RunStatus::Failed {
+                anyhow::bail!(
+                    "consolidation failed: {}",
+                    run.error.as_deref().unwrap_or("see mnemod's log")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn draw(progress: Option<&Progress>) {
+    let Some(p) = progress else {
+        return;
+    };
+    let width = 30;
+    let filled = if p.total == 0 {
+        0
+    } else {
+        (p.done.min(p.total) * width / p.total) as usize
+    };
+    eprint!(
+        "\r\x1b[2K{:<10} [{}{}] {}/{}",
+        p.phase.as_str(),
+        "#".repeat(filled),
+        ".".repeat(width as usize - filled),
+        p.done,
+        p.total
+    );
+    let _ = std::io::stderr().flush();
+}
+
+fn status_name(s: RunStatus) -> &'static str {
+    match s {
+        RunStatus::Running => "running",
+        RunStatus::Yielded => "yielded (resumes when idle)",
+        RunStatus::Interrupted => "interrupted (resumes when idle)",
+        RunStatus::Completed => "completed",
+        RunStatus::Failed => "failed",
+    }
+}
+
+/// A run and what each of its phases did.
+pub fn report(run: &RunRecord) -> String {
+    let mut lines = vec![format!(
+        "run {} ({:?}, {}) started {}{}",
+        run.id,
+        run.trigger,
+        status_name(run.status),
+        run.started_at,
+        run.completed_at
+            .as_deref()
+            .map(|t| format!(", completed {t}"))
+            .unwrap_or_default()
+    )
+    .to_lowercase()];
+    for p in &run.phases {
+        let state = match p.state {
+            PhaseState::Done => "done",
+            PhaseState::Running => "stopped",
+            PhaseState::Pending => "pending",
+        };
+        let counts: Vec<String> = p.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        lines.push(format!(
+            "  {:<10} {:<8} {}",
+            p.phase.as_str(),
+            state,
+            counts.join(" ")
+        ));
+    }
+    if run.yields > 0 {
+        lines.push(format!(
+            "  yielded {} time(s); ms from request to yield: {:?}",
+            run.yields, run.yield_latency_ms
+        ));
+    }
+    if let Some(e) = &run.error {
+        lines.push(format!("  error: {e}"));
+    }
+    lines.join("\n")
+}
+
+fn status_text(s: &StatusResult) -> String {
+    let mut lines = vec![format!(
+        "consolidation: {}{}",
+        s.state,
+        if s.enabled { "" } else { " (automatic runs disabled)" }
+    )];
+    lines.push(if s.idle.idle {
+        "machine: idle enough to consolidate".into()
+    } else {
+        format!("machine: busy ({})", s.idle.blockers.join("; "))
+    });
+    if let Some(p) = &s.progress {
+        lines.push(format!("phase: {} {}/{}", p.phase.as_str(), p.done, p.total));
+    }
+    if let Some(run) = &s.current {
+        lines.push(report(run));
+    }
+    if let Some(run) = &s.last_completed {
+        lines.push(format!("last completed:\n{}", report(run)));
+    }
+    if let Some(t) = &s.next_scheduled {
+        lines.push(format!("next scheduled run: {t}"));
+    }
+    lines.join("\n")
+}

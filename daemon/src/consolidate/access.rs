@@ -1,0 +1,139 @@
+//! Access folding: each search appends one small `access_log` row per result; here they are
+//! summed into `access_count` and `last_accessed_at`. A row only takes events newer than its
+//! `last_accessed_at`, so folding the same events twice (after a crash) changes nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lancedb::arrow::arrow_array::{Int64Array, StringArray};
+use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_client::protocol::time::now_micros;
+
+use super::pace::{Pace, Stop};
+use super::{bump, save_cursor};
+use crate::store::filter::id_list;
+use crate::store::runs::AccessTally;
+use crate::store::WriteOp;
+
+/// (id, new access_count, new last_accessed_at, events folded) for each tally newer than
+/// what its row holds.
+pub fn folded(
+    tallies: &[AccessTally],
+    stored: &HashMap<String, (i64, Option<i64>)>,
+) -> Vec<(String, i64, i64, i64)> {
+    tallies
+        .iter()
+        .filter_map(|t| {
+            let (count, last) = stored.get(&t.memory_id)?;
+            (last.unwrap_or(i64::MIN) < t.last_at)
+                .then(|| (t.memory_id.clone(), count + t.count, t.last_at, t.count))
+        })
+        .collect()
+}
+
+pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
+    let engine = pace.engine().clone();
+    // The cutoff is fixed for the whole phase (and kept across a resume), so events arriving
+    // meanwhile wait for the next run instead of being deleted unfolded.
+    let cutoff: i64 = match record.cursor.as_deref().and_then(|c| c.parse().ok()) {
+        Some(c) => c,
+        None => {
+            let c = now_micros();
+            record.cursor = Some(c.to_string());
+            save_cursor(pace, record).await?;
+            c
+        }
+    };
+    let store = &engine.store;
+    let tallies = store.runs().access_tallies(cutoff).await?;
+    let total = tallies.len() as u64;
+    let batch = engine.consolidation.config.batch_rows.max(1);
+    for (i, chunk) in tallies.chunks(batch).enumerate() {
+        pace.checkpoint().await?;
+        let ids: Vec<String> = chunk.iter().map(|t| t.memory_id.clone()).collect();
+        let stored: HashMap<String, (i64, Option<i64>)> = store
+            .columns_of(
+                id_list("id", &ids),
+                &["id", "access_count", "last_accessed_at"],
+            )
+            .await?
+            .into_iter()
+            .map(|r| (r.id, (r.access_count, r.last_accessed_at)))
+            .collect();
+        let rows = folded(chunk, &stored);
+        if !rows.is_empty() {
+            let batch = store.patch(vec![
+                (
+                    "id",
+                    Arc::new(rows.iter().map(|r| Some(r.0.as_str())).collect::<StringArray>()),
+                ),
+                (
+                    "access_count",
+                    Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()),
+                ),
+                (
+                    "last_accessed_at",
+                    Arc::new(rows.iter().map(|r| Some(r.2)).collect::<Int64Array>()),
+                ),
+            ])?;
+            let updated = store
+                .writer()
+                .submit(WriteOp::Patch {
+                    batch,
+                    only_if: Some(
+                        "target.last_accessed_at IS NULL \
+                         OR target.last_accessed_at < source.last_accessed_at"
+                            .into(),
+                    ),
+                })
+                .await?;
+            bump(record, "memories", updated);
+        }
+        bump(record, "events", rows.iter().map(|r| r.3 as u64).sum());
+        pace.progress(
+            Phase::Access,
+            ((i + 1) * batch).min(total as usize) as u64,
+            total,
+        );
+    }
+    let cleared = store
+        .writer()
+        .submit(WriteOp::DeleteWhere {
+            table: store.runs().access_log.clone(),
+            predicate: format!("at <= {cutoff}"),
+        })
+        .await?;
+    bump(record, "log_rows_cleared", cleared);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_events_newer_than_the_row_fold() {
+        let tallies = vec![
+            AccessTally {
+                memory_id: "a".into(),
+                count: 3,
+                last_at: 100,
+            },
+            AccessTally {
+                memory_id: "b".into(),
+                count: 2,
+                last_at: 50,
+            },
+            AccessTally {
+                memory_id: "gone".into(),
+                count: 1,
+                last_at: 10,
+            },
+        ];
+        let stored = HashMap::from([
+            ("a".to_string(), (4, None)),
+            ("b".to_string(), (7, Some(50))), // already folded
+        ]);
+        assert_eq!(folded(&tallies, &stored), vec![("a".to_string(), 7, 100, 3)]);
+    }
+}

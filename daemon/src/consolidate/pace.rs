@@ -1,0 +1,143 @@
+//! How a run steps aside: phases call [`Pace::checkpoint`] between units of work and wrap
+//! long storage calls in [`Pace::guard`]; both end the phase as soon as a request for memory
+//! work arrives, the rest of the machine gets busy, or mnemod is stopping.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mnemo_client::protocol::consolidate::{Phase, Progress};
+use tokio::sync::{broadcast, watch};
+
+use super::idle::other_cpu_pct;
+use crate::engine::Engine;
+use crate::events::Event;
+
+/// Why a phase stopped before its end.
+#[derive(Debug)]
+pub enum Stop {
+    /// The person's work needs the machine; `latency` is from its request to now.
+    Yield { latency: Duration, why: String },
+    Shutdown,
+    Failed(String),
+}
+
+impl From<crate::store::StoreError> for Stop {
+    fn from(e: crate::store::StoreError) -> Self {
+        match e {
+            crate::store::StoreError::Closed => Stop::Shutdown,
+            other => Stop::Failed(other.to_string()),
+        }
+    }
+}
+
+pub struct Pace {
+    engine: Arc<Engine>,
+    /// Manual runs finish whatever the idle state; the others step aside.
+    yields: bool,
+    activity: watch::Receiver<Option<Instant>>,
+    shutdown: watch::Receiver<bool>,
+    snapshots: broadcast::Receiver<Event>,
+    throttle: Duration,
+    run_id: String,
+}
+
+impl Pace {
+    pub fn new(engine: &Arc<Engine>, run_id: &str, yields: bool) -> Self {
+        let mut activity = engine.consolidation.activity.watch();
+        activity.mark_unchanged();
+        Self {
+            engine: engine.clone(),
+            yields,
+            activity,
+            shutdown: engine.shutdown.subscribe(),
+            snapshots: engine.events.subscribe(),
+            throttle: Duration::from_millis(engine.consolidation.config.throttle_ms),
+            run_id: run_id.to_string(),
+        }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    fn stop_now(&mut self) -> Option<Stop> {
+        if *self.shutdown.borrow() {
+            return Some(Stop::Shutdown);
+        }
+        if !self.yields {
+            return None;
+        }
+        if self.activity.has_changed().unwrap_or(false) {
+            let at = *self.activity.borrow_and_update();
+            return Some(Stop::Yield {
+                latency: at.map(|t| t.elapsed()).unwrap_or_default(),
+                why: "a request for memory work arrived".into(),
+            });
+        }
+        None
+    }
+
+    /// Resolves when the run must stop; never resolves for a manual run until shutdown.
+    async fn interrupted(&mut self) -> Stop {
+        let threads = super::cpu_threads(&self.engine);
+        let limit = self.engine.consolidation.config.max_other_cpu_pct;
+        loop {
+            tokio::select! {
+                _ = self.shutdown.wait_for(|s| *s) => return Stop::Shutdown,
+                changed = self.activity.changed(), if self.yields => {
+                    if changed.is_err() {
+                        return Stop::Shutdown;
+                    }
+                    let at = *self.activity.borrow_and_update();
+                    return Stop::Yield {
+                        latency: at.map(|t| t.elapsed()).unwrap_or_default(),
+                        why: "a request for memory work arrived".into(),
+                    };
+                }
+                event = self.snapshots.recv(), if self.yields => {
+                    if let Ok(Event::Snapshot(s)) = event {
+                        if let Some(cpu) = other_cpu_pct(&s, threads).filter(|c| *c > limit) {
+                            return Stop::Yield {
+                                latency: Duration::ZERO,
+                                why: format!("other processes use {cpu:.0}% CPU"),
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Between units of work: stop if needed, else rest for the throttle.
+    pub async fn checkpoint(&mut self) -> Result<(), Stop> {
+        if let Some(stop) = self.stop_now() {
+            return Err(stop);
+        }
+        if self.throttle.is_zero() {
+            return Ok(());
+        }
+        let throttle = self.throttle;
+        tokio::select! {
+            stop = self.interrupted() => Err(stop),
+            _ = tokio::time::sleep(throttle) => Ok(()),
+        }
+    }
+
+    /// Runs `work` unless the run must stop first; then `work` is dropped. Only for work that
+    /// commits atomically (a LanceDB commit is all or nothing), so dropping it loses nothing.
+    pub async fn guard<T>(&mut self, work: impl std::future::Future<Output = T>) -> Result<T, Stop> {
+        if let Some(stop) = self.stop_now() {
+            return Err(stop);
+        }
+        tokio::select! {
+            stop = self.interrupted() => Err(stop),
+            done = work => Ok(done),
+        }
+    }
+
+    pub fn progress(&self, phase: Phase, done: u64, total: u64) {
+        self.engine
+            .consolidation
+            .set_progress(&self.engine, &self.run_id, Progress { phase, done, total });
+    }
+}

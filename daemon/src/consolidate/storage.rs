@@ -1,0 +1,115 @@
+//! Storage: every table is compacted (small fragments from many small commits become few),
+//! versions older than the retention are pruned (freeing their files), new rows are folded
+//! into the memories' indexes, and the ANN index is built once the table is large enough.
+//! A table is one unit; the cursor names the next one, so a resume skips those done.
+
+use std::path::Path;
+
+use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction};
+use lancedb::Table;
+use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
+
+use super::pace::{Pace, Stop};
+use super::{bump, save_cursor};
+
+/// Bytes of every file under `dir`: what the database takes on disk.
+pub fn disk_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => disk_bytes(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+async fn fragments(table: &Table) -> Result<(u64, u64), lancedb::Error> {
+    let stats = table.stats().await?;
+    Ok((
+        stats.fragment_stats.num_fragments as u64,
+        stats.total_bytes as u64,
+    ))
+}
+
+pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
+    let engine = pace.engine().clone();
+    let retention = engine.consolidation.config.version_retention_hours;
+    let db_dir = engine.config.db_dir();
+    let tables = engine.store.tables();
+    let start: usize = record
+        .cursor
+        .as_deref()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    if start == 0 {
+        record
+            .counts
+            .insert("disk_bytes_before".into(), disk_bytes(&db_dir));
+    }
+    let lance = |e: lancedb::Error| Stop::Failed(e.to_string());
+    for (i, table) in tables.iter().enumerate().skip(start) {
+        pace.checkpoint().await?;
+        let (frags, bytes) = fragments(table).await.map_err(lance)?;
+        bump(record, "fragments_before", frags);
+        bump(record, "bytes_before", bytes);
+        pace.guard(table.optimize(OptimizeAction::Compact {
+            options: CompactionOptions::default(),
+            remap_options: None,
+        }))
+        .await?
+        .map_err(lance)?;
+        let pruned = pace
+            .guard(table.optimize(OptimizeAction::Prune {
+                older_than: Some(Age::hours(retention as i64)),
+                delete_unverified: Some(false),
+                error_if_tagged_old_versions: Some(false),
+            }))
+            .await?
+            .map_err(lance)?;
+        if let Some(p) = pruned.prune {
+            bump(record, "versions_pruned", p.old_versions);
+            bump(record, "bytes_pruned", p.bytes_removed);
+        }
+        if table.name() == crate::store::MEMORIES {
+            let has_index = !table.list_indices().await.map_err(lance)?.is_empty();
+            if has_index {
+                pace.guard(table.optimize(OptimizeAction::Index(Default::default())))
+                    .await?
+                    .map_err(lance)?;
+                bump(record, "indexes_folded", 1);
+            }
+            let store = engine.store.clone();
+            let built = pace.guard(store.maintain_indexes(usize::MAX)).await??;
+            bump(record, "indexes_built", built.len() as u64);
+        }
+        let (frags, bytes) = fragments(table).await.map_err(lance)?;
+        bump(record, "fragments_after", frags);
+        bump(record, "bytes_after", bytes);
+        record.cursor = Some((i + 1).to_string());
+        save_cursor(pace, record).await?;
+        pace.progress(Phase::Storage, i as u64 + 1, tables.len() as u64);
+    }
+    record
+        .counts
+        .insert("disk_bytes_after".into(), disk_bytes(&db_dir));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_bytes_sums_nested_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), [0u8; 10]).unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("d/b"), [0u8; 5]).unwrap();
+        assert_eq!(disk_bytes(dir.path()), 15);
+        assert_eq!(disk_bytes(&dir.path().join("missing")), 0);
+    }
+}

@@ -1,0 +1,328 @@
+//! Summaries: old, weak, unremarkable memories are grouped by namespace, session (else
+//! domain) and week; each group of at least `summary_min_cluster` becomes one summary memory
+//! that lists its sources in `summarizes`. The sources are demoted (strength halved,
+//! `summarized_by` set), never deleted. The text is extractive by rule, or written by the
+//! configured LLM (falling back to the rule if it fails).
+//!
+//! A summary's id is derived from its sources, so redoing a cluster after a crash rewrites
+//! the same summary instead of adding a second one.
+
+use std::collections::BTreeMap;
+
+use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_client::protocol::memory::MemoryKind;
+use mnemo_client::protocol::time::{format_micros, now_micros};
+use sha2::{Digest, Sha256};
+
+use super::bump;
+use super::pace::{Pace, Stop};
+use crate::ingest::content_hash;
+use crate::store::filter::{id_list, quote};
+use crate::store::{MemoryRecord, WriteOp};
+
+const WEEK_US: i64 = 7 * 86_400_000_000;
+/// Lines an extractive summary quotes at most.
+const MAX_LINES: usize = 8;
+/// Characters of each quoted line at most.
+const MAX_LINE_CHARS: usize = 200;
+/// Candidates read per pass; the next run takes the rest.
+const MAX_CANDIDATES: usize = 20_000;
+
+/// Groups candidates into clusters of at least `min`, split into chunks of at most `max`,
+/// each in time order.
+pub fn clusters(mut rows: Vec<MemoryRecord>, min: usize, max: usize) -> Vec<Vec<MemoryRecord>> {
+    rows.sort_by_key(|r| (r.event_time(), r.id.clone()));
+    let mut by_key: BTreeMap<(String, String, i64), Vec<MemoryRecord>> = BTreeMap::new();
+    for r in rows {
+        let context = match (&r.session_id, &r.domain) {
+            (Some(s), _) => format!("session {s}"),
+            (None, Some(d)) => format!("domain {d}"),
+            (None, None) => String::new(),
+        };
+        let week = r.event_time().div_euclid(WEEK_US);
+        by_key
+            .entry((r.namespace.clone(), context, week))
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    for (_, members) in by_key {
+        if members.len() < min {
+            continue;
+        }
+        // Even chunks: 10 members at most 4 a chunk are 4, 3, 3 (not 4, 4, 2).
+        let chunks = members.len().div_ceil(max);
+        let (base, extra) = (members.len() / chunks, members.len() % chunks);
+        let mut rest = members.as_slice();
+        for c in 0..chunks {
+            let (chunk, tail) = rest.split_at(base + usize::from(c < extra));
+            rest = tail;
+            if chunk.len() >= min {
+                out.push(chunk.to_vec());
+            }
+        }
+    }
+    out
+}
+
+fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            c == '\n' || (matches!(c, '.' | '!' | '?') && text[i + 1..].starts_with(' '))
+        })
+        .map(|(i, c)| if c == '\n' { i } else { i + 1 })
+        .unwrap_or(text.len());
+    let sentence = &text[..end];
+    if sentence.chars().count() > MAX_LINE_CHARS {
+        let cut: String = sentence.chars().take(MAX_LINE_CHARS - 1).collect();
+        format!("{cut}…")
+    } else {
+        sentence.to_string()
+    }
+}
+
+fn day(micros: i64) -> String {
+    format_micros(micros).chars().take(10).collect()
+}
+
+fn heading(cluster: &[MemoryRecord]) -> String {
+    let first = &cluster[0];
+    let context = match (&first.session_id, &first.domain) {
+        (Some(s), _) => format!(" from session {s}"),
+        (None, Some(d)) => format!(" about {d}"),
+        _ => String::new(),
+    };
+    let (from, to) = (
+        day(first.event_time()),
+        day(cluster[cluster.len() - 1].event_time()),
+    );
+    let span = if from == to {
+        format!("on {from}")
+    } else {
+        format!("{from} to {to}")
+    };
+    format!("Summary of {} memories{context}, {span}:", cluster.len())
+}
+
+/// The rule: the first sentence of the most salient members (ties: earlier first), quoted in
+/// time order under a heading that says what and when.
+pub fn extractive(cluster: &[MemoryRecord]) -> String {
+    let mut picked: Vec<usize> = (0..cluster.len()).collect();
+    picked.sort_by(|&a, &b| {
+        cluster[b]
+            .salience
+            .total_cmp(&cluster[a].salience)
+            .then(a.cmp(&b))
+    });
+    picked.truncate(MAX_LINES);
+    picked.sort();
+    let mut text = heading(cluster);
+    let mut seen = std::collections::HashSet::new();
+    for i in picked {
+        let line = first_sentence(&cluster[i].content);
+        if seen.insert(line.to_lowercase()) {
+            text.push_str(&format!("\n- {line}"));
+        }
+    }
+    let rest = cluster.len().saturating_sub(MAX_LINES);
+    if rest > 0 {
+        text.push_str(&format!("\n(and {rest} more)"));
+    }
+    text
+}
+
+const LLM_SYSTEM: &str = "You condense a person's memories into a short factual summary. \
+Keep names, dates, decisions and feelings. Write 2 to 4 plain sentences, no preamble.";
+
+/// A summary's id: the same sources always give the same id.
+fn summary_id(sources: &[String]) -> String {
+    let mut ids = sources.to_vec();
+    ids.sort();
+    let digest = Sha256::digest(ids.join("\n").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+fn summary_record(cluster: &[MemoryRecord], content: String, by_llm: bool) -> MemoryRecord {
+    let now = now_micros();
+    let sources: Vec<String> = cluster.iter().map(|r| r.id.clone()).collect();
+    let id = summary_id(&sources);
+    let first = &cluster[0];
+    MemoryRecord {
+        lineage: id.clone(),
+        id,
+        namespace: first.namespace.clone(),
+        content_hash: content_hash(&content),
+        content,
+        kind: MemoryKind::Summary,
+        domain: first.domain.clone(),
+        source: Some(if by_llm { "consolidation:llm" } else { "consolidation:rule" }.into()),
+        session_id: first.session_id.clone(),
+        project_id: None,
+        vector: Vec::new(),
+        embed_model: String::new(),
+        salience: cluster.iter().map(|r| r.salience).fold(0.0, f32::max),
+        strength: 1.0,
+        emotion_primary: None,
+        emotion_intensity: None,
+        emotion_valence: None,
+        emotion_arousal: None,
+        created_at: now,
+        occurred_at: Some(first.event_time()),
+        valid_from: now,
+        valid_to: None,
+        superseded_by: None,
+        is_summary: true,
+        summarizes: sources,
+        entities: Vec::new(),
+        tags: vec!["summary".into()],
+        metadata: serde_json::json!({ "sources": cluster.len() }).to_string(),
+        access_count: 0,
+        last_accessed_at: None,
+        summarized_by: None,
+        faded_at: None,
+    }
+}
+
+pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
+    let engine = pace.engine().clone();
+    let config = engine.consolidation.config.clone();
+    let old_before = now_micros() - (config.summary_min_age_days * 86_400_000_000.0) as i64;
+    let predicate = format!(
+        "valid_to IS NULL AND is_summary = false AND summarized_by IS NULL \
+         AND strength < {} AND salience < {} AND COALESCE(occurred_at, created_at) < {old_before}",
+        config.summary_max_strength, config.summary_max_salience
+    );
+    let candidates = pace
+        .guard(engine.store.plain_rows(predicate, Some(MAX_CANDIDATES)))
+        .await??;
+    bump(record, "candidates", candidates.len() as u64);
+    let groups = clusters(
+        candidates,
+        config.summary_min_cluster,
+        config.summary_max_cluster,
+    );
+    let total = groups.len() as u64;
+    let llm = crate::llm::Llm::from_config(&engine.config.llm).map(std::sync::Arc::new);
+    for (i, cluster) in groups.into_iter().enumerate() {
+        pace.checkpoint().await?;
+        let rule = extractive(&cluster);
+        let (content, by_llm) = match &llm {
+            Some(llm) => {
+                let (llm, prompt) = (llm.clone(), rule.clone());
+                let reply = pace
+                    .guard(tokio::task::spawn_blocking(move || {
+                        llm.complete(LLM_SYSTEM, &prompt)
+                    }))
+                    .await?
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r);
+                match reply {
+                    Ok(text) => (format!("{}\n{text}", heading(&cluster)), true),
+                    Err(e) => {
+                        tracing::warn!("summary by LLM failed, using the rule: {e}");
+                        bump(record, "llm_failures", 1);
+                        (rule, false)
+                    }
+                }
+            }
+            None => (rule, false),
+        };
+        let mut summary = summary_record(&cluster, content, by_llm);
+        let vectors = pace
+            .guard(engine.embed.embed(vec![summary.content.clone()]))
+            .await?
+            .map_err(|e| Stop::Failed(format!("embedding a summary: {e}")))?;
+        summary.vector = vectors.into_iter().next().unwrap_or_default();
+        summary.embed_model = engine.embed.embedder().model_id().to_string();
+        let sources = summary.summarizes.clone();
+        let summary_id = summary.id.clone();
+        let writer = engine.store.writer();
+        writer.submit(WriteOp::Upsert(vec![summary])).await?;
+        let demoted = writer
+            .submit(WriteOp::Update {
+                predicate: format!(
+                    "{} AND valid_to IS NULL AND summarized_by IS NULL",
+                    id_list("id", &sources)
+                ),
+                columns: vec![
+                    ("summarized_by".into(), quote(&summary_id)),
+                    ("strength".into(), "CAST(strength * 0.5 AS FLOAT)".into()),
+                ],
+            })
+            .await?;
+        bump(record, "summaries", 1);
+        bump(record, "demoted", demoted);
+        if by_llm {
+            bump(record, "by_llm", 1);
+        }
+        pace.progress(Phase::Summaries, i as u64 + 1, total);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::schema::tests::record;
+
+    fn memory(id: &str, content: &str, session: &str, day: i64, salience: f32) -> MemoryRecord {
+        let mut r = record(id, content, 4);
+        r.session_id = Some(session.into());
+        r.occurred_at = Some(day * 86_400_000_000);
+        r.salience = salience;
+        r
+    }
+
+    #[test]
+    fn clusters_by_session_and_week_with_a_minimum() {
+        let rows = vec![
+            memory("a", "x", "s1", 0, 3.0),
+            memory("b", "x", "s1", 1, 3.0),
+            memory("c", "x", "s1", 2, 3.0),
+            memory("d", "x", "s2", 1, 3.0),
+            memory("e", "x", "s2", 2, 3.0),
+            memory("f", "x", "s1", 30, 3.0),
+        ];
+        let groups = clusters(rows, 3, 40);
+        assert_eq!(groups.len(), 1);
+        let ids: Vec<_> = groups[0].iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn big_clusters_split_evenly() {
+        let rows = (0..10)
+            .map(|i| memory(&format!("m{i}"), "x", "s", 0, 3.0))
+            .collect();
+        let sizes: Vec<_> = clusters(rows, 3, 4).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [4, 3, 3]);
+    }
+
+    #[test]
+    fn extractive_summary_quotes_first_sentences_in_time_order() {
+        let cluster = vec![
+            memory("a", "Went to the market. Bought apples.", "s1", 0, 2.0),
+            memory("b", "Called Ann about the trip! It was long.", "s1", 1, 4.0),
+            memory("c", "Went to the market. Again.", "s1", 2, 1.0),
+        ];
+        let text = extractive(&cluster);
+        assert!(text.starts_with("Summary of 3 memories from session s1, 1970-01-01 to 1970-01-03:"), "{text}");
+        assert_eq!(
+            text.lines().skip(1).collect::<Vec<_>>(),
+            ["- Went to the market.", "- Called Ann about the trip!"]
+        );
+    }
+
+    #[test]
+    fn summary_ids_depend_only_on_the_sources() {
+        let a = summary_id(&["x".into(), "y".into()]);
+        assert_eq!(a, summary_id(&["y".into(), "x".into()]));
+        assert_ne!(a, summary_id(&["x".into()]));
+    }
+}

@@ -1,0 +1,58 @@
+//! Dense f32 matrix products over `gemm`: the embedder's layers and dedup's similarity
+//! blocks share this one checked entry point.
+
+use gemm::Parallelism;
+
+/// `dst[m×n] (+)= beta · lhs[m×k] · rhs[k×n]`, every operand given by its row and column strides.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [f32],
+    (dst_rs, dst_cs): (isize, isize),
+    lhs: &[f32],
+    (lhs_rs, lhs_cs): (isize, isize),
+    rhs: &[f32],
+    (rhs_rs, rhs_cs): (isize, isize),
+    beta: f32,
+    threads: usize,
+) {
+    // Bounds: the last element each operand addresses must lie inside its slice.
+    let last = |rows: usize, cols: usize, rs: isize, cs: isize| {
+        (rows.max(1) - 1) as isize * rs + (cols.max(1) - 1) as isize * cs
+    };
+    assert!(last(m, n, dst_rs, dst_cs) < dst.len() as isize);
+    assert!(last(m, k, lhs_rs, lhs_cs) < lhs.len() as isize);
+    assert!(last(k, n, rhs_rs, rhs_cs) < rhs.len() as isize);
+    let parallelism = if m * n * k >= 1 << 20 && threads > 1 {
+        Parallelism::Rayon(threads)
+    } else {
+        Parallelism::None
+    };
+    // SAFETY: the asserts above keep every addressed element inside its slice, and dst does
+    // not alias the inputs (it is a distinct &mut).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            dst_cs,
+            dst_rs,
+            false,
+            lhs.as_ptr(),
+            lhs_cs,
+            lhs_rs,
+            rhs.as_ptr(),
+            rhs_cs,
+            rhs_rs,
+            0.0,
+            beta,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
