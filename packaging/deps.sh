@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building mnemo needs and is not already there: a Rust toolchain (rustup),
 # a C compiler, protoc (LanceDB's build needs it) and python3 with pip (for the model).
+# With --test, also what the test suite drives: tmux (mnemo-top's end-to-end test).
 set -euo pipefail
 
 need=()
+if [ "${1:-}" = "--test" ]; then
+  command -v tmux >/dev/null || need+=(tmux)
+fi
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 command -v cc >/dev/null || need+=(build-essential)
 command -v python3 >/dev/null || need+=(python3)

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packaging/deps.sh
+packaging/deps.sh --test
 export PATH="$HOME/.cargo/bin:$PATH"
 packaging/fetch-model.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mnemo/target}"

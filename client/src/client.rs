@@ -7,6 +7,7 @@ use interprocess::local_socket::{GenericFilePath, GenericNamespaced, Name};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
 
+use crate::protocol::events::{EventParams, EVENT};
 use crate::protocol::{Id, Method, Request, Response, RpcError};
 
 #[derive(Debug, thiserror::Error)]
@@ -34,9 +35,20 @@ pub struct Client {
     reader: BufReader<ReadHalf<Stream>>,
     writer: WriteHalf<Stream>,
     next_id: i64,
+    /// Event notifications that arrived while a call waited for its reply.
+    events: std::collections::VecDeque<EventParams>,
 }
 
 /// The interprocess name for a socket path: a file path on Unix, a pipe name on Windows.
+/// An `event` notification, or `None` for any other line (a reply).
+fn parse_event(line: &str) -> Option<EventParams> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    if value.get("id").is_some() || value.get("method")?.as_str()? != EVENT {
+        return None;
+    }
+    serde_json::from_value(value.get("params")?.clone()).ok()
+}
+
 pub fn socket_name(path: &Path) -> std::io::Result<Name<'_>> {
     if cfg!(windows) {
         let text = path.to_string_lossy();
@@ -60,6 +72,7 @@ impl Client {
             reader: BufReader::new(read),
             writer,
             next_id: 1,
+            events: Default::default(),
         })
     }
 
@@ -80,7 +93,13 @@ impl Client {
         let line =
             serde_json::to_string(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
         self.send_line(&line).await?;
-        let reply = self.recv_line().await?;
+        let reply = loop {
+            let line = self.recv_line().await?;
+            match parse_event(&line) {
+                Some(event) => self.events.push_back(event),
+                None => break line,
+            }
+        };
         let response: Response =
             serde_json::from_str(&reply).map_err(|e| ClientError::Protocol(e.to_string()))?;
         if response.id != Id::Num(id) {
@@ -95,6 +114,20 @@ impl Client {
             (None, None) => Err(ClientError::Protocol(
                 "reply with neither result nor error".into(),
             )),
+        }
+    }
+
+    /// The next `event` notification (after `subscribe`), waiting for it if none is queued.
+    pub async fn next_event(&mut self) -> Result<EventParams, ClientError> {
+        if let Some(event) = self.events.pop_front() {
+            return Ok(event);
+        }
+        loop {
+            let line = self.recv_line().await?;
+            if let Some(event) = parse_event(&line) {
+                return Ok(event);
+            }
+            // A stray reply (its request timed out on our side): nothing waits for it.
         }
     }
 

@@ -1,10 +1,12 @@
 //! The engine: every component a request handler may use, built once by [`crate::daemon`].
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo_client::protocol::daemon::{ComponentHealth, ComponentState, QueueDepths};
+use mnemo_client::protocol::daemon::{
+    ComponentHealth, ComponentState, Counters, MemoryCounts, QueueDepths,
+};
 use tokio::sync::{watch, Mutex};
 
 use crate::config::Config;
@@ -25,6 +27,9 @@ pub struct Engine {
     /// Flips to true once; everything that loops watches it.
     pub shutdown: watch::Sender<bool>,
     pub in_flight: AtomicUsize,
+    /// Memories added and searches answered since start.
+    pub added: AtomicU64,
+    pub searches: AtomicU64,
     pub connections: AtomicUsize,
     /// Updates read a row, then close it; one at a time so two cannot close the same row.
     pub update_lock: Mutex<()>,
@@ -48,6 +53,8 @@ impl Engine {
             started: Instant::now(),
             shutdown: watch::channel(false).0,
             in_flight: AtomicUsize::new(0),
+            added: AtomicU64::new(0),
+            searches: AtomicU64::new(0),
             connections: AtomicUsize::new(0),
             update_lock: Mutex::new(()),
         })
@@ -119,6 +126,27 @@ impl Engine {
                 },
             },
         ]
+    }
+
+    pub fn counters(&self) -> Counters {
+        Counters {
+            memories_added: self.added.load(Ordering::Relaxed),
+            searches: self.searches.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Current memories by kind (one pass over the `kind` column).
+    pub async fn memory_counts(&self) -> Result<MemoryCounts, crate::store::StoreError> {
+        let rows = self
+            .store
+            .columns_of("valid_to IS NULL".into(), &["kind"])
+            .await?;
+        let mut counts = MemoryCounts::default();
+        for r in rows {
+            counts.total += 1;
+            *counts.by_kind.entry(r.kind.to_string()).or_default() += 1;
+        }
+        Ok(counts)
     }
 
     pub fn queues(&self) -> QueueDepths {

@@ -172,6 +172,9 @@ pub async fn add(
             .await
             .map_err(store_error)?;
         engine.consolidation.mark_dirty();
+        engine
+            .added
+            .fetch_add(fresh.len() as u64, std::sync::atomic::Ordering::Relaxed);
         publish_added(engine, &fresh);
         let mut fresh = fresh.into_iter();
         return Ok(answer
@@ -254,7 +257,18 @@ fn publish_added(engine: &Engine, records: &[MemoryRecord]) {
             id: r.id.clone(),
             namespace: r.namespace.clone(),
             kind: r.kind.to_string(),
+            preview: preview(&r.content),
         });
+    }
+}
+
+/// The first line of `content`, at most 120 characters, for live feeds.
+pub fn preview(content: &str) -> String {
+    let line = content.lines().next().unwrap_or_default();
+    if line.chars().count() > 120 {
+        format!("{}…", line.chars().take(119).collect::<String>())
+    } else {
+        line.to_string()
     }
 }
 

@@ -54,7 +54,9 @@ impl Llm {
             { "role": "user", "content": prompt },
         ]);
         let body = match self.api {
-            HttpApi::Ollama => json!({ "model": self.model, "messages": messages, "stream": false }),
+            HttpApi::Ollama => {
+                json!({ "model": self.model, "messages": messages, "stream": false })
+            }
             HttpApi::Openai => json!({ "model": self.model, "messages": messages }),
         };
         let reply = crate::httpjson::post(&self.agent, &self.url, self.api_key.as_deref(), &body)
@@ -80,7 +82,10 @@ mod tests {
     #[test]
     fn both_reply_shapes_are_read() {
         let ollama = json!({ "message": { "role": "assistant", "content": " A summary. " } });
-        assert_eq!(reply_text(HttpApi::Ollama, &ollama).as_deref(), Some("A summary."));
+        assert_eq!(
+            reply_text(HttpApi::Ollama, &ollama).as_deref(),
+            Some("A summary.")
+        );
         let openai = json!({ "choices": [ { "message": { "content": "B" } } ] });
         assert_eq!(reply_text(HttpApi::Openai, &openai).as_deref(), Some("B"));
         assert_eq!(reply_text(HttpApi::Openai, &json!({})), None);

@@ -7,8 +7,8 @@ use mnemo_client::protocol::consolidate::{
     Phase, PhaseState, Run, RunRecord, RunStatus, Runs, RunsParams, Status, StatusResult,
 };
 use mnemo_client::protocol::memory::{
-    Add, AddParams, Get, GetParams, History, HistoryParams, List, ListParams, Memory,
-    MemoryKind, Search, SearchParams,
+    Add, AddParams, Get, GetParams, History, HistoryParams, List, ListParams, Memory, MemoryKind,
+    Search, SearchParams,
 };
 use mnemo_client::protocol::NoParams;
 use mnemo_client::Client;
@@ -51,7 +51,10 @@ async fn until<T>(
         if let Some(v) = done(&s) {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: {s:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {s:#?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -79,7 +82,10 @@ async fn a_run_shows_what_each_phase_did() {
     // An old, unremarkable trip: a cluster to summarise.
     let mut trip = Vec::new();
     for (day, text) in [
-        ("2026-01-01", "Went hiking with Ann on the ridge trail. It rained."),
+        (
+            "2026-01-01",
+            "Went hiking with Ann on the ridge trail. It rained.",
+        ),
         ("2026-01-02", "Ann found a bird nest near the hut."),
         ("2026-01-02", "We ate sandwiches at the top."),
         ("2026-01-03", "Drove back home in the evening."),
@@ -120,7 +126,11 @@ async fn a_run_shows_what_each_phase_did() {
     tokio::time::sleep(Duration::from_secs(10)).await;
 
     let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run: RunRecord = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(run.status, RunStatus::Completed);
     assert!(run.phases.iter().all(|p| p.state == PhaseState::Done));
@@ -132,7 +142,10 @@ async fn a_run_shows_what_each_phase_did() {
     assert!(run.count(Phase::Decay, "weakened") >= 6, "{run:#?}");
     let (vital, trivia) = (get(&mut c, &vital.id).await, get(&mut c, &trivia.id).await);
     assert!(vital.strength > trivia.strength, "{vital:?} {trivia:?}");
-    assert!(trivia.strength < 0.1 && trivia.faded_at.is_some(), "{trivia:?}");
+    assert!(
+        trivia.strength < 0.1 && trivia.faded_at.is_some(),
+        "{trivia:?}"
+    );
     assert!(get(&mut c, &tea.id).await.strength > trivia.strength);
     // Dedup: the newer birthday closed into the older, which keeps it in its history.
     assert_eq!(run.count(Phase::Dedup, "merged"), 1);
@@ -169,8 +182,12 @@ async fn a_run_shows_what_each_phase_did() {
     let mut expected = trip.clone();
     expected.sort();
     assert_eq!(sources, expected);
-    assert!(summary.content.contains("Summary of 4 memories from session trip"));
-    assert!(summary.content.contains("- Ann found a bird nest near the hut."));
+    assert!(summary
+        .content
+        .contains("Summary of 4 memories from session trip"));
+    assert!(summary
+        .content
+        .contains("- Ann found a bird nest near the hut."));
     for id in &trip {
         let m = get(&mut c, id).await;
         assert_eq!(m.summarized_by.as_deref(), Some(summary.id.as_str()));
@@ -191,8 +208,16 @@ async fn a_run_shows_what_each_phase_did() {
 
     // Forgetting a trip memory removes the summary quoting it and frees the others.
     let forgot = daemon.cli(&["forget", &trip[0]], "");
-    assert!(forgot.status.success(), "{}", String::from_utf8_lossy(&forgot.stderr));
-    let gone = c.call::<Get>(&GetParams { id: summary.id.clone() }).await;
+    assert!(
+        forgot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forgot.stderr)
+    );
+    let gone = c
+        .call::<Get>(&GetParams {
+            id: summary.id.clone(),
+        })
+        .await;
     assert!(gone.is_err(), "the summary quoted a forgotten memory");
     assert_eq!(get(&mut c, &trip[1]).await.summarized_by, None);
 
@@ -225,7 +250,8 @@ async fn seed_accesses(c: &mut Client, n: usize) -> Vec<String> {
 }
 
 /// A run paced at 300 ms per unit, so there is time to interrupt it.
-const SLOW: &str = "batch_rows = 1\nthrottle_ms = 300\nmax_other_cpu_pct = 100.0\nmax_ram_pct = 100.0\n";
+const SLOW: &str =
+    "batch_rows = 1\nthrottle_ms = 300\nmax_other_cpu_pct = 100.0\nmax_ram_pct = 100.0\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_run_yields_to_a_request_and_completes_later() {
@@ -238,12 +264,14 @@ async fn an_idle_run_yields_to_a_request_and_completes_later() {
     // Idle for a second: a run starts by itself.
     let run_id = until(&mut c, "an idle run to start", |s| {
         let run = s.current.as_ref()?;
-        (run.status == RunStatus::Running && s.progress.as_ref()?.done >= 1)
-            .then(|| run.id.clone())
+        (run.status == RunStatus::Running && s.progress.as_ref()?.done >= 1).then(|| run.id.clone())
     })
     .await;
     let st = status(&mut c).await;
-    assert_eq!(st.current.as_ref().unwrap().trigger, mnemo_client::protocol::consolidate::RunTrigger::Idle);
+    assert_eq!(
+        st.current.as_ref().unwrap().trigger,
+        mnemo_client::protocol::consolidate::RunTrigger::Idle
+    );
 
     // A request for memory work is answered, and the run steps aside.
     let hits = c
@@ -268,7 +296,10 @@ async fn an_idle_run_yields_to_a_request_and_completes_later() {
     .await;
     assert!(done.yields >= 1);
     assert_eq!(done.yield_latency_ms.len() as u32, done.yields);
-    println!("yield latency (ms from request to the run standing still): {:?}", done.yield_latency_ms);
+    println!(
+        "yield latency (ms from request to the run standing still): {:?}",
+        done.yield_latency_ms
+    );
     assert_eq!(done.count(Phase::Access, "events"), 12);
     assert!(done.phases.iter().all(|p| p.state == PhaseState::Done));
 }
@@ -302,7 +333,11 @@ async fn sigkill_mid_run_is_recovered_by_the_next_run() {
 
     // The next run is that run, resumed, and it folds each access exactly once.
     let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run: RunRecord = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(run.id, started.run_id);
     assert_eq!(run.status, RunStatus::Completed);

@@ -208,3 +208,53 @@ async fn thirty_two_clients_two_hundred_calls_each() {
         t.await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn subscribers_get_events_until_they_unsubscribe() {
+    use mnemo_client::protocol::events::{Event, Subscribe, Topic, TopicsParams, Unsubscribe};
+    use mnemo_client::protocol::memory::{Add, AddParams};
+    let daemon = Daemon::start();
+    let mut events = daemon.client().await;
+    let subscribed = events
+        .call::<Subscribe>(&TopicsParams {
+            topics: vec![Topic::Memory],
+        })
+        .await
+        .unwrap();
+    assert_eq!(subscribed.topics, vec![Topic::Memory]);
+    let mut writer = daemon.client().await;
+    let added = writer
+        .call::<Add>(&AddParams {
+            content: "an event worth seeing".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(std::time::Duration::from_secs(10), events.next_event())
+        .await
+        .expect("an event within 10 s")
+        .unwrap();
+    assert_eq!(event.topic, Topic::Memory);
+    match event.event {
+        Event::MemoryAdded { id, preview, .. } => {
+            assert_eq!(id, added.id);
+            assert_eq!(preview, "an event worth seeing");
+        }
+        other => panic!("expected memory_added, got {other:?}"),
+    }
+    let left = events
+        .call::<Unsubscribe>(&TopicsParams::default())
+        .await
+        .unwrap();
+    assert!(left.topics.is_empty());
+    writer
+        .call::<Add>(&AddParams {
+            content: "nobody is listening".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let quiet =
+        tokio::time::timeout(std::time::Duration::from_millis(500), events.next_event()).await;
+    assert!(quiet.is_err(), "no events after unsubscribe: {quiet:?}");
+}

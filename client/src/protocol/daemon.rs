@@ -48,6 +48,24 @@ pub struct StatusResult {
     pub socket: String,
     pub components: Vec<ComponentState>,
     pub queues: QueueDepths,
+    /// Current memories, in all and by kind.
+    #[serde(default)]
+    pub memories: MemoryCounts,
+    /// Totals since start; rates are their differences over time.
+    #[serde(default)]
+    pub counters: Counters,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MemoryCounts {
+    pub total: u64,
+    pub by_kind: std::collections::BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Counters {
+    pub memories_added: u64,
+    pub searches: u64,
 }
 
 impl StatusResult {

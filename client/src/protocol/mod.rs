@@ -4,6 +4,7 @@
 
 pub mod consolidate;
 pub mod daemon;
+pub mod events;
 pub mod jsonrpc;
 pub mod memory;
 pub mod system;

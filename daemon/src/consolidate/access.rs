@@ -65,7 +65,11 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             let batch = store.patch(vec![
                 (
                     "id",
-                    Arc::new(rows.iter().map(|r| Some(r.0.as_str())).collect::<StringArray>()),
+                    Arc::new(
+                        rows.iter()
+                            .map(|r| Some(r.0.as_str()))
+                            .collect::<StringArray>(),
+                    ),
                 ),
                 (
                     "access_count",
@@ -134,6 +138,9 @@ mod tests {
             ("a".to_string(), (4, None)),
             ("b".to_string(), (7, Some(50))), // already folded
         ]);
-        assert_eq!(folded(&tallies, &stored), vec![("a".to_string(), 7, 100, 3)]);
+        assert_eq!(
+            folded(&tallies, &stored),
+            vec![("a".to_string(), 7, 100, 3)]
+        );
     }
 }

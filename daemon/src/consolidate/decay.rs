@@ -34,7 +34,12 @@ pub fn strength_sql(now: i64, half_life_days: f64, factor: f64) -> String {
 
 /// The same formula in Rust: the unit tests hold the SQL to it.
 #[cfg(test)]
-pub fn strength(days_since_access: f64, salience: f32, access_count: i64, half_life_days: f64) -> f32 {
+pub fn strength(
+    days_since_access: f64,
+    salience: f32,
+    access_count: i64,
+    half_life_days: f64,
+) -> f32 {
     let rate = 1.0 + (5.0 - salience as f64) * 0.1;
     let retention = (-std::f64::consts::LN_2 * rate * days_since_access / half_life_days).exp();
     let boost = (0.1 * (1.0 + access_count as f64).ln()).min(0.5);
@@ -54,10 +59,14 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     for (i, (rows, factor)) in groups.into_iter().enumerate() {
         let new_strength = strength_sql(now, config.half_life_days, factor);
         let weaker = pace
-            .guard(store.count(Some(format!("{rows} AND {new_strength} < strength - 0.001"))))
+            .guard(store.count(Some(format!(
+                "{rows} AND {new_strength} < strength - 0.001"
+            ))))
             .await??;
         let stronger = pace
-            .guard(store.count(Some(format!("{rows} AND {new_strength} > strength + 0.001"))))
+            .guard(store.count(Some(format!(
+                "{rows} AND {new_strength} > strength + 0.001"
+            ))))
             .await??;
         let updated = pace
             .guard(writer.submit(WriteOp::Update {
@@ -125,7 +134,13 @@ mod tests {
             .unwrap();
         let now = now_micros();
         let day = MICROS_PER_DAY as i64;
-        let cases = [(0, 5.0, 0), (30, 5.0, 0), (30, 9.0, 0), (30, 1.0, 0), (90, 5.0, 20)];
+        let cases = [
+            (0, 5.0, 0),
+            (30, 5.0, 0),
+            (30, 9.0, 0),
+            (30, 1.0, 0),
+            (90, 5.0, 20),
+        ];
         let rows: Vec<_> = cases
             .iter()
             .enumerate()

@@ -203,7 +203,11 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         bump(record, "compared", block.len() as u64);
         record.cursor = Some(through.to_string());
         save_cursor(pace, record).await?;
-        pace.progress(Phase::Dedup, ((b + 1) * BLOCK).min(fresh.len()) as u64, total);
+        pace.progress(
+            Phase::Dedup,
+            ((b + 1) * BLOCK).min(fresh.len()) as u64,
+            total,
+        );
     }
     Ok(())
 }
@@ -222,12 +226,25 @@ async fn apply(
     let closed = store.patch(vec![
         (
             "id",
-            Arc::new(merged.iter().map(|(g, _)| Some(g.as_str())).collect::<StringArray>()),
+            Arc::new(
+                merged
+                    .iter()
+                    .map(|(g, _)| Some(g.as_str()))
+                    .collect::<StringArray>(),
+            ),
         ),
-        ("valid_to", Arc::new(Int64Array::from(vec![now; merged.len()]))),
+        (
+            "valid_to",
+            Arc::new(Int64Array::from(vec![now; merged.len()])),
+        ),
         (
             "superseded_by",
-            Arc::new(merged.iter().map(|(_, k)| Some(k.as_str())).collect::<StringArray>()),
+            Arc::new(
+                merged
+                    .iter()
+                    .map(|(_, k)| Some(k.as_str()))
+                    .collect::<StringArray>(),
+            ),
         ),
     ])?;
     let writer = store.writer();
@@ -244,7 +261,11 @@ async fn apply(
     let lifted = store.patch(vec![
         (
             "id",
-            Arc::new(keep.iter().map(|k| Some(k.0.id.as_str())).collect::<StringArray>()),
+            Arc::new(
+                keep.iter()
+                    .map(|k| Some(k.0.id.as_str()))
+                    .collect::<StringArray>(),
+            ),
         ),
         (
             "access_count",

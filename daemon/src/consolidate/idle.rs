@@ -122,7 +122,12 @@ pub fn assess(signals: &Signals, config: &ConsolidateConfig) -> IdleState {
 mod tests {
     use super::*;
 
-    fn signals(since: Option<u64>, cpu: Option<f32>, ram: Option<f32>, bat: Option<bool>) -> Signals {
+    fn signals(
+        since: Option<u64>,
+        cpu: Option<f32>,
+        ram: Option<f32>,
+        bat: Option<bool>,
+    ) -> Signals {
         Signals {
             since_request: since.map(Duration::from_secs),
             other_cpu_pct: cpu,
@@ -136,17 +141,41 @@ mod tests {
         let config = ConsolidateConfig::default();
         let cases = [
             (signals(None, None, None, None), true, ""),
-            (signals(Some(300), Some(5.0), Some(40.0), Some(false)), true, ""),
-            (signals(Some(10), Some(5.0), Some(40.0), None), false, "a request 10 s ago"),
-            (signals(Some(300), Some(80.0), Some(40.0), None), false, "80% CPU"),
-            (signals(Some(300), Some(5.0), Some(97.0), None), false, "RAM 97%"),
-            (signals(Some(300), Some(5.0), Some(40.0), Some(true)), false, "on battery"),
+            (
+                signals(Some(300), Some(5.0), Some(40.0), Some(false)),
+                true,
+                "",
+            ),
+            (
+                signals(Some(10), Some(5.0), Some(40.0), None),
+                false,
+                "a request 10 s ago",
+            ),
+            (
+                signals(Some(300), Some(80.0), Some(40.0), None),
+                false,
+                "80% CPU",
+            ),
+            (
+                signals(Some(300), Some(5.0), Some(97.0), None),
+                false,
+                "RAM 97%",
+            ),
+            (
+                signals(Some(300), Some(5.0), Some(40.0), Some(true)),
+                false,
+                "on battery",
+            ),
         ];
         for (s, idle, why) in cases {
             let state = assess(&s, &config);
             assert_eq!(state.idle, idle, "{s:?}: {:?}", state.blockers);
             if !idle {
-                assert!(state.blockers.join("; ").contains(why), "{:?}", state.blockers);
+                assert!(
+                    state.blockers.join("; ").contains(why),
+                    "{:?}",
+                    state.blockers
+                );
             }
         }
     }

@@ -306,7 +306,11 @@ pub async fn run(engine: Arc<Engine>) {
     if let Err(e) = recover(&engine).await {
         tracing::warn!("consolidation: cannot read earlier runs: {e}");
     }
-    let schedule = c.config.schedule.as_deref().and_then(|s| parse_schedule(s).ok());
+    let schedule = c
+        .config
+        .schedule
+        .as_deref()
+        .and_then(|s| parse_schedule(s).ok());
     let interval = Duration::from_secs(c.config.check_interval_secs);
     loop {
         if let Some(minutes) = schedule {
@@ -371,7 +375,9 @@ fn assess_now(engine: &Engine) -> IdleState {
     let threads = cpu_threads(engine);
     let signals = idle::Signals {
         since_request: engine.consolidation.activity.last().map(|t| t.elapsed()),
-        other_cpu_pct: snapshot.as_ref().and_then(|s| idle::other_cpu_pct(s, threads)),
+        other_cpu_pct: snapshot
+            .as_ref()
+            .and_then(|s| idle::other_cpu_pct(s, threads)),
         ram_pct: snapshot.as_ref().and_then(|s| s.ram_pct),
         on_battery: idle::on_battery(),
     };
@@ -390,7 +396,10 @@ async fn recover(engine: &Engine) -> Result<(), StoreError> {
         if latest.status == RunStatus::Running || latest.status.resumable() {
             let mut run = latest.clone();
             if run.status == RunStatus::Running {
-                tracing::info!("consolidation run {} was interrupted; it will resume", run.id);
+                tracing::info!(
+                    "consolidation run {} was interrupted; it will resume",
+                    run.id
+                );
                 run.status = RunStatus::Interrupted;
             }
             s.current = Some(run);
@@ -506,10 +515,7 @@ fn bump(record: &mut PhaseRecord, key: &str, n: u64) {
 }
 
 /// Saves a phase's cursor mid-phase, so a crash resumes after the last finished unit.
-async fn save_cursor(
-    pace: &Pace,
-    record: &PhaseRecord,
-) -> Result<(), Stop> {
+async fn save_cursor(pace: &Pace, record: &PhaseRecord) -> Result<(), Stop> {
     let engine = pace.engine();
     let mut run = {
         let s = engine.consolidation.lock();
@@ -539,7 +545,9 @@ mod tests {
     #[test]
     fn next_schedule_is_today_or_tomorrow() {
         use chrono::TimeZone;
-        let now = chrono::Local.with_ymd_and_hms(2026, 11, 22, 10, 0, 0).unwrap();
+        let now = chrono::Local
+            .with_ymd_and_hms(2026, 11, 22, 10, 0, 0)
+            .unwrap();
         let later_today = next_scheduled(11 * 60, now);
         assert_eq!(later_today - now.timestamp_micros(), 3_600_000_000);
         let tomorrow = next_scheduled(9 * 60, now);

@@ -16,7 +16,10 @@ use crate::events::Event;
 #[derive(Debug)]
 pub enum Stop {
     /// The person's work needs the machine; `latency` is from its request to now.
-    Yield { latency: Duration, why: String },
+    Yield {
+        latency: Duration,
+        why: String,
+    },
     Shutdown,
     Failed(String),
 }
@@ -125,7 +128,10 @@ impl Pace {
 
     /// Runs `work` unless the run must stop first; then `work` is dropped. Only for work that
     /// commits atomically (a LanceDB commit is all or nothing), so dropping it loses nothing.
-    pub async fn guard<T>(&mut self, work: impl std::future::Future<Output = T>) -> Result<T, Stop> {
+    pub async fn guard<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, Stop> {
         if let Some(stop) = self.stop_now() {
             return Err(stop);
         }
@@ -136,8 +142,10 @@ impl Pace {
     }
 
     pub fn progress(&self, phase: Phase, done: u64, total: u64) {
-        self.engine
-            .consolidation
-            .set_progress(&self.engine, &self.run_id, Progress { phase, done, total });
+        self.engine.consolidation.set_progress(
+            &self.engine,
+            &self.run_id,
+            Progress { phase, done, total },
+        );
     }
 }

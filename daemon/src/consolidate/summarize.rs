@@ -161,7 +161,14 @@ fn summary_record(cluster: &[MemoryRecord], content: String, by_llm: bool) -> Me
         content,
         kind: MemoryKind::Summary,
         domain: first.domain.clone(),
-        source: Some(if by_llm { "consolidation:llm" } else { "consolidation:rule" }.into()),
+        source: Some(
+            if by_llm {
+                "consolidation:llm"
+            } else {
+                "consolidation:rule"
+            }
+            .into(),
+        ),
         session_id: first.session_id.clone(),
         project_id: None,
         vector: Vec::new(),
@@ -312,7 +319,10 @@ mod tests {
             memory("c", "Went to the market. Again.", "s1", 2, 1.0),
         ];
         let text = extractive(&cluster);
-        assert!(text.starts_with("Summary of 3 memories from session s1, 1970-01-01 to 1970-01-03:"), "{text}");
+        assert!(
+            text.starts_with("Summary of 3 memories from session s1, 1970-01-01 to 1970-01-03:"),
+            "{text}"
+        );
         assert_eq!(
             text.lines().skip(1).collect::<Vec<_>>(),
             ["- Went to the market.", "- Called Ann about the trip!"]

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{Device, Tensor};
 use crate::linalg::matmul;
+use candle_core::{Device, Tensor};
 
 use super::EmbedError;
 

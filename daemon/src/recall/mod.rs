@@ -116,6 +116,9 @@ pub async fn search(engine: &Arc<Engine>, p: SearchParams) -> Result<SearchResul
         })
         .collect::<Vec<SearchHit>>();
     record_access(engine, hits.iter().map(|h| h.memory.id.clone()).collect());
+    engine
+        .searches
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok(SearchResult {
         hits,
         mode: p.mode,

@@ -44,6 +44,7 @@ pub fn router() -> Router {
         .register::<system::Processes, _, _>(system_processes)
         .register::<system::SystemBudget, _, _>(system_budget);
     super::consolidate::register(&mut r);
+    super::session::register(&mut r);
     let mut methods = r.methods();
     methods.push(<Hello as mnemo_client::protocol::Method>::NAME.to_string());
     methods.sort();
@@ -84,6 +85,8 @@ async fn status(engine: Arc<Engine>, _: NoParams) -> Result<StatusResult, RpcErr
         socket: engine.config.socket.display().to_string(),
         components: engine.components(),
         queues: engine.queues(),
+        memories: engine.memory_counts().await.map_err(store_error)?,
+        counters: engine.counters(),
     })
 }
 

@@ -6,6 +6,7 @@ mod frame;
 mod handlers;
 mod router;
 mod rpc;
+mod session;
 mod socket;
 
 use std::sync::atomic::Ordering;
@@ -70,6 +71,12 @@ async fn connection(
         }
         let _ = write.flush().await;
     });
+    let session = Arc::new(session::Session::default());
+    let events = tokio::spawn(session::forward_events(
+        session.clone(),
+        engine.clone(),
+        replies.clone(),
+    ));
     let limit = engine.config.max_frame_bytes;
     let mut buf = Vec::new();
     loop {
@@ -83,8 +90,10 @@ async fn connection(
                     continue;
                 }
                 let (engine, router, replies) = (engine.clone(), router.clone(), replies.clone());
+                let session = session.clone();
                 tracker.spawn(async move {
-                    if let Some(reply) = rpc::handle_frame(&router, &engine, &line).await {
+                    if let Some(reply) = rpc::handle_frame(&router, &engine, &session, &line).await
+                    {
                         let _ = replies.send(reply.to_string()).await;
                     }
                 });
@@ -105,6 +114,7 @@ async fn connection(
         }
     }
     // Replies still being computed hold their own sender; the writer ends after the last one.
+    events.abort();
     drop(replies);
     let _ = writer.await;
     engine.connections.fetch_sub(1, Ordering::Relaxed);

@@ -10,10 +10,14 @@ use futures::FutureExt;
 use mnemo_client::protocol::{Method, RpcError};
 use serde_json::Value;
 
+use super::session::Session;
 use crate::engine::Engine;
 
-type Handler =
-    Box<dyn Fn(Arc<Engine>, Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
+type Handler = Box<
+    dyn Fn(Arc<Engine>, Arc<Session>, Value) -> BoxFuture<'static, Result<Value, RpcError>>
+        + Send
+        + Sync,
+>;
 
 #[derive(Default)]
 pub struct Router {
@@ -27,12 +31,22 @@ impl Router {
         F: Fn(Arc<Engine>, M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
     {
+        self.register_session::<M, _, _>(move |engine, _session, params| handler(engine, params))
+    }
+
+    /// A handler that also sees its connection's [`Session`] (subscriptions).
+    pub fn register_session<M, F, Fut>(&mut self, handler: F) -> &mut Self
+    where
+        M: Method,
+        F: Fn(Arc<Engine>, Arc<Session>, M::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
+    {
         let handler = Arc::new(handler);
-        let erased: Handler = Box::new(move |engine, params| {
+        let erased: Handler = Box::new(move |engine, session, params| {
             let handler = handler.clone();
             async move {
                 let params: M::Params = decode_params(M::NAME, params)?;
-                let result = handler(engine, params).await?;
+                let result = handler(engine, session, params).await?;
                 serde_json::to_value(result)
                     .map_err(|e| RpcError::internal(format!("encoding the result: {e}")))
             }
@@ -53,11 +67,12 @@ impl Router {
     pub async fn call(
         &self,
         engine: Arc<Engine>,
+        session: Arc<Session>,
         method: &str,
         params: Value,
     ) -> Result<Value, RpcError> {
         match self.handlers.get(method) {
-            Some(handler) => handler(engine, params).await,
+            Some(handler) => handler(engine, session, params).await,
             None => Err(RpcError::method_not_found(method)),
         }
     }

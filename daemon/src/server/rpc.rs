@@ -9,10 +9,16 @@ use mnemo_client::protocol::{Id, Response, RpcError};
 use serde_json::Value;
 
 use super::router::Router;
+use super::session::Session;
 use crate::engine::Engine;
 
 /// Answers one frame; `None` when nothing is to be sent (only notifications).
-pub async fn handle_frame(router: &Router, engine: &Arc<Engine>, frame: &[u8]) -> Option<Value> {
+pub async fn handle_frame(
+    router: &Router,
+    engine: &Arc<Engine>,
+    session: &Arc<Session>,
+    frame: &[u8],
+) -> Option<Value> {
     let value: Value = match serde_json::from_slice(frame) {
         Ok(v) => v,
         Err(e) => {
@@ -31,7 +37,7 @@ pub async fn handle_frame(router: &Router, engine: &Arc<Engine>, frame: &[u8]) -
             let replies: Vec<Value> = join_all(
                 items
                     .into_iter()
-                    .map(|item| handle_one(router, engine, item)),
+                    .map(|item| handle_one(router, engine, session, item)),
             )
             .await
             .into_iter()
@@ -40,7 +46,7 @@ pub async fn handle_frame(router: &Router, engine: &Arc<Engine>, frame: &[u8]) -
             .collect();
             (!replies.is_empty()).then_some(Value::Array(replies))
         }
-        single => handle_one(router, engine, single).await.map(reply),
+        single => handle_one(router, engine, session, single).await.map(reply),
     }
 }
 
@@ -48,7 +54,12 @@ fn reply(response: Response) -> Value {
     serde_json::to_value(response).unwrap_or(Value::Null)
 }
 
-async fn handle_one(router: &Router, engine: &Arc<Engine>, item: Value) -> Option<Response> {
+async fn handle_one(
+    router: &Router,
+    engine: &Arc<Engine>,
+    session: &Arc<Session>,
+    item: Value,
+) -> Option<Response> {
     let Value::Object(mut object) = item else {
         return Some(Response::err(
             Id::Null,
@@ -97,7 +108,9 @@ async fn handle_one(router: &Router, engine: &Arc<Engine>, item: Value) -> Optio
             engine.config.max_in_flight
         )))
     } else {
-        router.call(engine.clone(), &method, params).await
+        router
+            .call(engine.clone(), session.clone(), &method, params)
+            .await
     };
     engine.in_flight.fetch_sub(1, Ordering::Relaxed);
     if let Err(e) = &result {

@@ -115,7 +115,11 @@ pub fn run_batch(run: &RunRecord) -> Result<RecordBatch, StoreError> {
 
 pub fn access_batch(ids: &[String], at: i64) -> Result<RecordBatch, StoreError> {
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(ids.iter().map(|i| Some(i.as_str())).collect::<StringArray>()),
+        Arc::new(
+            ids.iter()
+                .map(|i| Some(i.as_str()))
+                .collect::<StringArray>(),
+        ),
         Arc::new(Int64Array::from(vec![at; ids.len()])),
     ];
     Ok(RecordBatch::try_new(access_schema(), columns)?)

@@ -101,48 +101,50 @@ pub fn memories_schema(dim: usize) -> SchemaRef {
     let s = |name: &str, nullable| Field::new(name, DataType::Utf8, nullable);
     let i = |name: &str, nullable| Field::new(name, DataType::Int64, nullable);
     let f = |name: &str, nullable| Field::new(name, DataType::Float32, nullable);
-    Arc::new(Schema::new(vec![
-        s("id", false),
-        s("lineage", false),
-        s("namespace", false),
-        s("content", false),
-        s("kind", false),
-        s("domain", true),
-        s("source", true),
-        s("session_id", true),
-        s("project_id", true),
-        Field::new(
-            "vector",
-            DataType::FixedSizeList(
-                Arc::new(Field::new("item", DataType::Float32, true)),
-                dim as i32,
+    Arc::new(Schema::new(
+        vec![
+            s("id", false),
+            s("lineage", false),
+            s("namespace", false),
+            s("content", false),
+            s("kind", false),
+            s("domain", true),
+            s("source", true),
+            s("session_id", true),
+            s("project_id", true),
+            Field::new(
+                "vector",
+                DataType::FixedSizeList(
+                    Arc::new(Field::new("item", DataType::Float32, true)),
+                    dim as i32,
+                ),
+                false,
             ),
-            false,
-        ),
-        s("embed_model", false),
-        f("salience", false),
-        f("strength", false),
-        s("emotion_primary", true),
-        f("emotion_intensity", true),
-        f("emotion_valence", true),
-        f("emotion_arousal", true),
-        i("created_at", false),
-        i("occurred_at", true),
-        i("valid_from", false),
-        i("valid_to", true),
-        s("superseded_by", true),
-        Field::new("is_summary", DataType::Boolean, false),
-        Field::new("summarizes", list_of_strings(), true),
-        Field::new("entities", list_of_strings(), true),
-        Field::new("tags", list_of_strings(), true),
-        s("metadata", false),
-        s("content_hash", false),
-        i("access_count", false),
-        i("last_accessed_at", true),
-    ]
-    .into_iter()
-    .chain(added_in_v2())
-    .collect::<Vec<_>>()))
+            s("embed_model", false),
+            f("salience", false),
+            f("strength", false),
+            s("emotion_primary", true),
+            f("emotion_intensity", true),
+            f("emotion_valence", true),
+            f("emotion_arousal", true),
+            i("created_at", false),
+            i("occurred_at", true),
+            i("valid_from", false),
+            i("valid_to", true),
+            s("superseded_by", true),
+            Field::new("is_summary", DataType::Boolean, false),
+            Field::new("summarizes", list_of_strings(), true),
+            Field::new("entities", list_of_strings(), true),
+            Field::new("tags", list_of_strings(), true),
+            s("metadata", false),
+            s("content_hash", false),
+            i("access_count", false),
+            i("last_accessed_at", true),
+        ]
+        .into_iter()
+        .chain(added_in_v2())
+        .collect::<Vec<_>>(),
+    ))
 }
 
 /// Columns schema 2 added; a version-1 table gains them, all null, when opened.

@@ -49,7 +49,11 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
                 if runs.runs.is_empty() {
                     return "no consolidation runs yet (`mnemo consolidate` starts one)".into();
                 }
-                runs.runs.iter().map(report).collect::<Vec<_>>().join("\n\n")
+                runs.runs
+                    .iter()
+                    .map(report)
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
             });
         }
         None => {
@@ -81,12 +85,12 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
                     }
                     continue;
                 }
-                let runs = client
-                    .call::<Runs>(&RunsParams { limit: Some(20) })
-                    .await?;
-                if let Some(run) = runs.runs.into_iter().find(|r| {
-                    r.id == started.run_id && r.status != RunStatus::Running
-                }) {
+                let runs = client.call::<Runs>(&RunsParams { limit: Some(20) }).await?;
+                if let Some(run) = runs
+                    .runs
+                    .into_iter()
+                    .find(|r| r.id == started.run_id && r.status != RunStatus::Running)
+                {
                     break run;
                 }
             };
@@ -180,7 +184,11 @@ fn status_text(s: &StatusResult) -> String {
     let mut lines = vec![format!(
         "consolidation: {}{}",
         s.state,
-        if s.enabled { "" } else { " (automatic runs disabled)" }
+        if s.enabled {
+            ""
+        } else {
+            " (automatic runs disabled)"
+        }
     )];
     lines.push(if s.idle.idle {
         "machine: idle enough to consolidate".into()
@@ -188,7 +196,12 @@ fn status_text(s: &StatusResult) -> String {
         format!("machine: busy ({})", s.idle.blockers.join("; "))
     });
     if let Some(p) = &s.progress {
-        lines.push(format!("phase: {} {}/{}", p.phase.as_str(), p.done, p.total));
+        lines.push(format!(
+            "phase: {} {}/{}",
+            p.phase.as_str(),
+            p.done,
+            p.total
+        ));
     }
     if let Some(run) = &s.current {
         lines.push(report(run));

@@ -1,0 +1,109 @@
+//! Per-connection state: the event topics a client subscribed to, and the task that forwards
+//! matching bus events to it as `event` notifications between its replies.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use mnemo_client::protocol::events::{
+    EventParams, Subscribe, Topic, TopicsParams, TopicsResult, Unsubscribe, EVENT,
+};
+use mnemo_client::protocol::RpcError;
+use tokio::sync::{broadcast, mpsc, watch};
+
+use super::router::Router;
+use crate::engine::Engine;
+
+#[derive(Default)]
+pub struct Session {
+    topics: watch::Sender<BTreeSet<Topic>>,
+}
+
+impl Session {
+    fn topics(&self) -> TopicsResult {
+        TopicsResult {
+            topics: self.topics.borrow().iter().copied().collect(),
+        }
+    }
+}
+
+fn chosen(p: TopicsParams) -> Vec<Topic> {
+    if p.topics.is_empty() {
+        Topic::ALL.to_vec()
+    } else {
+        p.topics
+    }
+}
+
+pub fn register(r: &mut Router) {
+    r.register_session::<Subscribe, _, _>(|_engine, session, p: TopicsParams| async move {
+        session.topics.send_modify(|t| t.extend(chosen(p)));
+        Ok::<_, RpcError>(session.topics())
+    })
+    .register_session::<Unsubscribe, _, _>(|_engine, session, p: TopicsParams| async move {
+        let drop: Vec<Topic> = chosen(p);
+        session
+            .topics
+            .send_modify(|t| t.retain(|x| !drop.contains(x)));
+        Ok::<_, RpcError>(session.topics())
+    });
+}
+
+/// Sends the events of the subscribed topics to `replies` until the connection goes. Reads
+/// the bus only while subscribed, so an idle connection costs nothing.
+pub async fn forward_events(
+    session: Arc<Session>,
+    engine: Arc<Engine>,
+    replies: mpsc::Sender<String>,
+) {
+    let mut topics = session.topics.subscribe();
+    let mut events: Option<broadcast::Receiver<crate::events::Event>> = None;
+    loop {
+        let event = match events.as_mut() {
+            None => {
+                // Checked before waiting: a subscribe may have come before this task ran.
+                if !topics.borrow_and_update().is_empty() {
+                    events = Some(engine.events.subscribe());
+                    continue;
+                }
+                tokio::select! {
+                    changed = topics.changed() => if changed.is_err() { return },
+                    _ = replies.closed() => return,
+                }
+                continue;
+            }
+            Some(rx) => tokio::select! {
+                changed = topics.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    if topics.borrow_and_update().is_empty() {
+                        events = None;
+                    }
+                    continue;
+                }
+                _ = replies.closed() => return,
+                event = rx.recv() => event,
+            },
+        };
+        match event {
+            Ok(event) => {
+                let topic = event.topic();
+                if !topics.borrow().contains(&topic) {
+                    continue;
+                }
+                let notification = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "method": EVENT,
+                    "params": EventParams { topic, event },
+                });
+                if replies.send(notification.to_string()).await.is_err() {
+                    return;
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::debug!("a subscriber fell behind and missed {missed} events");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
