@@ -67,6 +67,12 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         config.hardware.clone(),
     ));
     let engine = Engine::new(config.clone(), store.clone(), embed, events, monitor);
+    let known = engine
+        .known
+        .load(&store)
+        .await
+        .context("reading the stored memories")?;
+    tracing::debug!("{known} current memories");
     let router = Arc::new(server::router());
 
     let listener = server::bind(&config.socket).await?;

@@ -23,6 +23,8 @@ pub struct Engine {
     pub events: EventBus,
     pub hardware: Arc<Monitor>,
     pub consolidation: Consolidation,
+    /// What is stored, for the duplicate check at add.
+    pub known: crate::ingest::KnownContent,
     pub started: Instant,
     /// Flips to true once; everything that loops watches it.
     pub shutdown: watch::Sender<bool>,
@@ -45,6 +47,7 @@ impl Engine {
     ) -> Arc<Self> {
         Arc::new(Self {
             consolidation: Consolidation::new(config.consolidate.clone()),
+            known: Default::default(),
             config,
             store,
             embed,

@@ -115,7 +115,7 @@ pub struct Rates {
 pub enum Update {
     Connected { version: String },
     Disconnected(String),
-    Profile(SystemProfile),
+    Profile(Box<SystemProfile>),
     History(Vec<Snapshot>),
     Status(Box<StatusResult>),
     Budget(Budget),
@@ -213,10 +213,8 @@ impl App {
         let mut list: Vec<&ProcessEntry> = self.processes.iter().collect();
         match self.sort {
             ProcessSort::Cpu => list.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct)),
-            ProcessSort::Memory => list.sort_by(|a, b| b.rss_bytes.cmp(&a.rss_bytes)),
-            ProcessSort::Name => {
-                list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
-            }
+            ProcessSort::Memory => list.sort_by_key(|p| std::cmp::Reverse(p.rss_bytes)),
+            ProcessSort::Name => list.sort_by_key(|p| p.name.to_lowercase()),
             ProcessSort::Category => list.sort_by(|a, b| {
                 (a.category.as_str(), -(a.cpu_pct as f64))
                     .partial_cmp(&(b.category.as_str(), -(b.cpu_pct as f64)))
@@ -240,7 +238,7 @@ impl App {
                 }
                 self.link = Link::Down { error };
             }
-            Update::Profile(p) => self.profile = Some(p),
+            Update::Profile(p) => self.profile = Some(*p),
             Update::History(list) => {
                 for s in list {
                     self.push_snapshot(s);

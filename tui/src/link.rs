@@ -145,7 +145,7 @@ async fn follow(
         })
         .await?;
     for u in [
-        Update::Profile(profile),
+        Update::Profile(Box::new(profile)),
         Update::History(snapshots),
         Update::Recent(recent.memories),
     ] {

@@ -111,7 +111,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             ],
         )
         .header(Row::new(["started", "trigger", "status", "what it did"]).bold())
-        .block(titled(&format!("Runs ({})", app.runs.len()))),
+        .block(titled(format!("Runs ({})", app.runs.len()))),
         runs,
     );
 }

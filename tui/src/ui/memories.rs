@@ -71,7 +71,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             );
             frame.render_stateful_widget(
                 List::new(items)
-                    .block(titled(&title))
+                    .block(titled(title))
                     .highlight_style(selected),
                 list,
                 &mut state,
@@ -95,7 +95,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             };
             frame.render_stateful_widget(
                 List::new(items)
-                    .block(titled(&title))
+                    .block(titled(title))
                     .highlight_style(selected),
                 list,
                 &mut state,

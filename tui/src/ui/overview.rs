@@ -155,7 +155,7 @@ fn draw_chart(frame: &mut Frame, area: Rect, app: &App) {
             .data(&ram),
     ];
     let chart = Chart::new(datasets)
-        .block(titled(&format!("CPU · RAM, last {minutes:.0} min")))
+        .block(titled(format!("CPU · RAM, last {minutes:.0} min")))
         .x_axis(Axis::default().bounds([0.0, points.len().max(2) as f64 - 1.0]))
         .y_axis(
             Axis::default()

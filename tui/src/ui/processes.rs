@@ -45,7 +45,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             ],
         )
         .header(Row::new(["pid", "name", "category", "cpu%", "memory", "gpu mem"]).bold())
-        .block(titled(&title)),
+        .block(titled(title)),
         table,
     );
     let lines: Vec<Line> = if app.inference.is_empty() {

@@ -114,11 +114,9 @@ fn draw(progress: Option<&Progress>) {
         return;
     };
     let width = 30;
-    let filled = if p.total == 0 {
-        0
-    } else {
-        (p.done.min(p.total) * width / p.total) as usize
-    };
+    let filled = (p.done.min(p.total) * width)
+        .checked_div(p.total)
+        .unwrap_or(0) as usize;
     eprint!(
         "\r\x1b[2K{:<10} [{}{}] {}/{}",
         p.phase.as_str(),

@@ -17,6 +17,9 @@ use crate::store::filter::{id_list, predicate_all_versions};
 use crate::store::{MemoryRecord, StoreError, WriteOp};
 use crate::understand;
 
+mod known;
+pub use known::KnownContent;
+
 pub fn store_error(e: StoreError) -> RpcError {
     match e {
         StoreError::Closed => RpcError::shutting_down(),
@@ -161,7 +164,7 @@ pub async fn add(
         })?;
         records.push(record);
     }
-    let (fresh, answer) = skip_known(engine, records).await?;
+    let (fresh, answer) = known::skip_known(engine, records).await?;
     if !fresh.is_empty() {
         let mut fresh = fresh;
         embed_into(engine, &mut fresh).await?;
@@ -172,6 +175,9 @@ pub async fn add(
             .await
             .map_err(store_error)?;
         engine.consolidation.mark_dirty();
+        for r in &fresh {
+            engine.known.insert(r);
+        }
         engine
             .added
             .fetch_add(fresh.len() as u64, std::sync::atomic::Ordering::Relaxed);
@@ -180,7 +186,7 @@ pub async fn add(
         return Ok(answer
             .into_iter()
             .map(|a| match a {
-                Known::Existing(r) => r,
+                Known::Existing(r) => *r,
                 Known::New => fresh.next().expect("one new record per New"),
             })
             .collect());
@@ -188,67 +194,16 @@ pub async fn add(
     Ok(answer
         .into_iter()
         .filter_map(|a| match a {
-            Known::Existing(r) => Some(r),
+            Known::Existing(r) => Some(*r),
             Known::New => None,
         })
         .collect())
 }
 
 /// What `add` answers for one item: a memory already stored, or the next new one.
-enum Known {
-    Existing(MemoryRecord),
+pub(crate) enum Known {
+    Existing(Box<MemoryRecord>),
     New,
-}
-
-/// The same text said again about the same moment is the same memory: re-adding it does not
-/// grow the store; it counts as an access of the stored one (and repeats within one batch
-/// collapse too). Text said at another time, or in another session, is a new memory.
-async fn skip_known(
-    engine: &Arc<Engine>,
-    records: Vec<MemoryRecord>,
-) -> Result<(Vec<MemoryRecord>, Vec<Known>), RpcError> {
-    type Key = (String, String, Option<String>, Option<i64>);
-    let key = |r: &MemoryRecord| -> Key {
-        (
-            r.namespace.clone(),
-            r.content_hash.clone(),
-            r.session_id.clone(),
-            r.occurred_at,
-        )
-    };
-    let hashes: Vec<String> = records.iter().map(|r| r.content_hash.clone()).collect();
-    let stored = engine
-        .store
-        .plain_rows(
-            format!("{} AND valid_to IS NULL", id_list("content_hash", &hashes)),
-            None,
-        )
-        .await
-        .map_err(store_error)?;
-    let mut known: std::collections::HashMap<Key, MemoryRecord> =
-        stored.into_iter().map(|r| (key(&r), r)).collect();
-    let mut fresh = Vec::new();
-    let mut answer = Vec::new();
-    let mut repeated = Vec::new();
-    for r in records {
-        match known.get(&key(&r)) {
-            Some(existing) => {
-                repeated.push(existing.id.clone());
-                answer.push(Known::Existing(existing.clone()));
-            }
-            None => {
-                known.insert(key(&r), r.clone());
-                fresh.push(r);
-                answer.push(Known::New);
-            }
-        }
-    }
-    // Repeats of a row added in this same batch are not in the store yet; they answer with
-    // that row, which `add` fills in below, so drop them from `repeated` accesses.
-    let fresh_ids: std::collections::HashSet<&str> = fresh.iter().map(|r| r.id.as_str()).collect();
-    repeated.retain(|id| !fresh_ids.contains(id.as_str()));
-    crate::recall::record_access(engine, repeated);
-    Ok((fresh, answer))
 }
 
 fn publish_added(engine: &Engine, records: &[MemoryRecord]) {
@@ -350,6 +305,8 @@ pub async fn update(engine: &Arc<Engine>, p: UpdateParams) -> Result<MemoryRecor
         .await
         .map_err(store_error)?;
     engine.consolidation.mark_dirty();
+    engine.known.remove(&old);
+    engine.known.insert(&new);
     let _ = engine.events.send(Event::MemoryUpdated {
         id: new.id.clone(),
         replaces: old.id,
