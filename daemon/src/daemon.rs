@@ -75,8 +75,16 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     tracing::debug!("{known} current memories");
     let router = Arc::new(server::router());
 
-    let listener = server::bind(&config.socket).await?;
-    tracing::info!(socket = %config.socket.display(), "listening");
+    // Socket activation: systemd holds the socket and passes it; else we bind our own.
+    let (listener, activated) = match server::inherited()? {
+        Some(listener) => (listener, true),
+        None => (server::bind(&config.socket).await?, false),
+    };
+    tracing::info!(
+        socket = %config.socket.display(),
+        activated,
+        "listening"
+    );
     // Signal handlers exist before anyone is told we are ready, so a prompt SIGTERM is graceful.
     tokio::spawn(stop_on_signal(engine.clone(), Signals::install()?));
     readiness::announce(options.ready_fd);
@@ -84,6 +92,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     let maintenance = tokio::spawn(maintain(engine.clone()));
     let hardware = tokio::spawn(hardware::run(engine.clone()));
     let consolidation = tokio::spawn(consolidate::run(engine.clone()));
+    tokio::spawn(readiness::watchdog(engine.clone()));
     server::serve(listener, engine.clone(), router).await;
 
     readiness::stopping();
@@ -93,7 +102,10 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     // A run in progress records itself as interrupted, to resume after the restart.
     let _ = tokio::time::timeout(Duration::from_millis(800), consolidation).await;
     store.close().await;
-    let _ = std::fs::remove_file(&config.socket);
+    // An activated socket belongs to systemd, which keeps listening for the next start.
+    if !activated {
+        let _ = std::fs::remove_file(&config.socket);
+    }
     tracing::info!("stopped");
     Ok(())
 }

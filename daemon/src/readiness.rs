@@ -22,6 +22,33 @@ pub fn announce(ready_fd: Option<i32>) {
     let _ = ready_fd;
 }
 
+/// The interval systemd expects `WATCHDOG=1` at (half its `WatchdogSec`), when it watches us.
+pub fn watchdog_interval() -> Option<std::time::Duration> {
+    let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
+    if let Some(pid) = std::env::var("WATCHDOG_PID").ok() {
+        if pid.parse::<u32>().ok()? != std::process::id() {
+            return None;
+        }
+    }
+    (usec > 0).then(|| std::time::Duration::from_micros(usec / 2))
+}
+
+/// Pings systemd's watchdog from the runtime until shutdown: if the runtime stops making
+/// progress, the pings stop and systemd restarts the daemon.
+pub async fn watchdog(engine: std::sync::Arc<crate::engine::Engine>) {
+    let Some(every) = watchdog_interval() else {
+        return;
+    };
+    tracing::info!("systemd watchdog: pinging every {} ms", every.as_millis());
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = engine.stopped() => return,
+            _ = tick.tick() => sd_notify("WATCHDOG=1"),
+        }
+    }
+}
+
 pub fn stopping() {
     sd_notify("STOPPING=1");
 }

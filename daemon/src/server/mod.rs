@@ -20,7 +20,7 @@ use tokio_util::task::TaskTracker;
 
 pub use handlers::router;
 pub use router::Router;
-pub use socket::{bind, SocketError};
+pub use socket::{bind, inherited, SocketError};
 
 use crate::engine::Engine;
 use frame::{read_frame, Frame};

@@ -23,6 +23,42 @@ pub enum SocketError {
     },
 }
 
+/// The listening socket systemd passed for socket activation (`LISTEN_PID` is ours and
+/// `LISTEN_FDS` ≥ 1: descriptor 3), if any. The variables are cleared so children do not
+/// take it for theirs.
+#[cfg(unix)]
+pub fn inherited() -> Result<Option<Listener>, SocketError> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    const SD_LISTEN_FDS_START: i32 = 3;
+    let ours = std::env::var("LISTEN_PID")
+        .ok()
+        .and_then(|p| p.parse::<u32>().ok())
+        == Some(std::process::id());
+    let count: i32 = std::env::var("LISTEN_FDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if !ours || count < 1 {
+        return Ok(None);
+    }
+    std::env::remove_var("LISTEN_PID");
+    std::env::remove_var("LISTEN_FDS");
+    std::env::remove_var("LISTEN_FDNAMES");
+    // SAFETY: systemd hands us descriptor 3 open and ours alone when LISTEN_PID is our pid.
+    let fd = unsafe { OwnedFd::from_raw_fd(SD_LISTEN_FDS_START) };
+    let listener = interprocess::os::unix::uds_local_socket::tokio::Listener::try_from(fd)
+        .map_err(|source| SocketError::Bind {
+            path: "LISTEN_FDS (descriptor 3)".into(),
+            source,
+        })?;
+    Ok(Some(listener.into()))
+}
+
+#[cfg(not(unix))]
+pub fn inherited() -> Result<Option<Listener>, SocketError> {
+    Ok(None)
+}
+
 /// Binds the socket at `path`, creating its directory 0700 when it does not exist.
 pub async fn bind(path: &Path) -> Result<Listener, SocketError> {
     #[cfg(unix)]

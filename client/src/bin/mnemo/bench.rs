@@ -44,6 +44,10 @@ enum BenchWhat {
         queries: usize,
         #[arg(long, default_value = "hybrid")]
         mode: SearchMode,
+        /// Top up with single `memory.add` requests from 8 clients (one small commit each, as
+        /// a live store grows) instead of batches of 500.
+        #[arg(long)]
+        singles: bool,
     },
     /// Retrieval quality on LoCoMo: evidence recall@k per category and mode.
     Locomo {
@@ -78,7 +82,8 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             sizes,
             queries,
             mode,
-        } => search(&mut client, &sizes, queries, mode).await,
+            singles,
+        } => search(&mut client, socket, &sizes, queries, mode, singles).await,
         BenchWhat::Locomo { path, no_ingest } => locomo(&mut client, &path, !no_ingest).await,
     }
 }
@@ -190,6 +195,43 @@ async fn ingest(socket: &Path, count: usize, clients: usize, batch: usize) -> an
     Ok(())
 }
 
+/// Adds `chat_text(i)` for each `i` in `range` one request at a time from 8 clients.
+async fn add_singles(
+    socket: &Path,
+    range: std::ops::Range<usize>,
+    namespace: &str,
+) -> anyhow::Result<()> {
+    const CLIENTS: usize = 8;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (socket, ns, range, done) = (
+                socket.to_path_buf(),
+                namespace.to_string(),
+                range.clone(),
+                done.clone(),
+            );
+            tokio::spawn(async move {
+                let mut client = Client::connect(&socket).await?;
+                for i in range.skip(c).step_by(CLIENTS) {
+                    client
+                        .call::<mnemo_client::protocol::memory::Add>(&item(chat_text(i), &ns))
+                        .await?;
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    if n % 1000 == 0 {
+                        eprint!("\rone at a time: {n}");
+                    }
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
 async fn count_namespace(client: &mut Client, namespace: &str) -> anyhow::Result<usize> {
     // Pages of 1000 ids; cheap next to the adds that follow.
     let mut total = 0;
@@ -220,9 +262,11 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 async fn search(
     client: &mut Client,
+    socket: &Path,
     sizes: &[usize],
     queries: usize,
     mode: SearchMode,
+    singles: bool,
 ) -> anyhow::Result<()> {
     const NS: &str = "bench-search";
     for &size in sizes {
@@ -230,6 +274,10 @@ async fn search(
         if have < size {
             let started = Instant::now();
             let mut added = have;
+            if singles {
+                add_singles(socket, have..size, NS).await?;
+                added = size;
+            }
             while added < size {
                 let n = (size - added).min(500);
                 let items = (added..added + n).map(|i| item(chat_text(i), NS)).collect();
