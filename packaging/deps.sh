@@ -7,6 +7,7 @@ set -euo pipefail
 need=()
 if [ "${1:-}" = "--test" ]; then
   command -v tmux >/dev/null || need+=(tmux)
+  command -v systemd-analyze >/dev/null || need+=(systemd)
 fi
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 command -v cc >/dev/null || need+=(build-essential)

@@ -3,6 +3,7 @@
 //! [`paths`].
 
 pub mod client;
+pub mod manpage;
 pub mod paths;
 pub mod protocol;
 

@@ -87,6 +87,7 @@ fn init_logging(config: &Config) {
 }
 
 fn main() -> std::process::ExitCode {
+    mnemo_client::manpage::print_if_asked(<Cli as clap::CommandFactory>::command);
     let cli = Cli::parse();
     let args = cli.args;
     let print_config = matches!(cli.command, Some(Command::Config));

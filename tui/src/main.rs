@@ -94,6 +94,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
+    mnemo_client::manpage::print_if_asked(<Args as clap::CommandFactory>::command);
     let args = Args::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

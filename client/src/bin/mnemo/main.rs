@@ -2,6 +2,7 @@
 
 mod bench;
 mod consolidate;
+mod doctor;
 mod memory;
 mod output;
 mod system;
@@ -54,6 +55,9 @@ enum Command {
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
     /// `status` and `runs` show the idle state and past runs.
     Consolidate(consolidate::ConsolidateArgs),
+    /// Check the installation (binaries, config, data dir, model, service, daemon, GPU) and
+    /// say how to fix each problem.
+    Doctor,
 }
 
 /// Content from the argument, or from stdin when it is absent or `-`.
@@ -112,11 +116,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::System(cmd) => system::run(cmd, &socket, &out).await?,
         Command::Bench(args) => bench::run(args, &socket).await?,
         Command::Consolidate(args) => consolidate::run(args, &socket, &out).await?,
+        Command::Doctor => doctor::run(&socket, out.json).await?,
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
+    mnemo_client::manpage::print_if_asked(Cli::command);
     let cli = Cli::parse();
     let json = cli.json;
     let runtime = tokio::runtime::Builder::new_multi_thread()
