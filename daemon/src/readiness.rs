@@ -25,7 +25,7 @@ pub fn announce(ready_fd: Option<i32>) {
 /// The interval systemd expects `WATCHDOG=1` at (half its `WatchdogSec`), when it watches us.
 pub fn watchdog_interval() -> Option<std::time::Duration> {
     let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
-    if let Some(pid) = std::env::var("WATCHDOG_PID").ok() {
+    if let Ok(pid) = std::env::var("WATCHDOG_PID") {
         if pid.parse::<u32>().ok()? != std::process::id() {
             return None;
         }
