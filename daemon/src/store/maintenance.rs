@@ -5,7 +5,6 @@
 use lancedb::index::scalar::FtsIndexBuilder;
 use lancedb::index::vector::IvfPqIndexBuilder;
 use lancedb::index::Index;
-use lancedb::table::OptimizeAction;
 
 use super::{Store, StoreError};
 
@@ -79,9 +78,7 @@ impl Store {
             self.build_text_index().await?;
             done.push("built full-text index");
         } else if state.unindexed_rows >= fold_after_rows {
-            self.memories
-                .optimize(OptimizeAction::Index(Default::default()))
-                .await?;
+            self.writer.submit(super::WriteOp::FoldIndexes).await?;
             done.push("folded new rows into indexes");
         }
         if !state.has_vector_index && state.rows >= self.config.ann_index_min_rows {

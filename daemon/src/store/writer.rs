@@ -29,6 +29,9 @@ pub enum WriteOp {
         batch: RecordBatch,
         only_if: Option<String>,
     },
+    /// Folds new rows into the memories' indexes. Done here, between commits, because run
+    /// beside the writer under steady writes it lost every commit race and gave up.
+    FoldIndexes,
     /// Sets `columns` (name, SQL expression over the old row) where `predicate` holds;
     /// answers the number of rows updated. Bookkeeping only: content changes are versions.
     Update {
@@ -53,7 +56,10 @@ impl WriteOp {
             WriteOp::Insert(r) | WriteOp::Upsert(r) => r.len(),
             WriteOp::Append { batch, .. } | WriteOp::Merge { batch, .. } => batch.num_rows(),
             WriteOp::Patch { batch, .. } => batch.num_rows(),
-            WriteOp::Delete(_) | WriteOp::DeleteWhere { .. } | WriteOp::Update { .. } => 1,
+            WriteOp::Delete(_)
+            | WriteOp::DeleteWhere { .. }
+            | WriteOp::Update { .. }
+            | WriteOp::FoldIndexes => 1,
         }
     }
     fn table_name(&self) -> Option<&str> {
@@ -181,7 +187,8 @@ async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
             | WriteOp::DeleteWhere { .. }
             | WriteOp::Merge { .. }
             | WriteOp::Update { .. }
-            | WriteOp::Patch { .. },
+            | WriteOp::Patch { .. }
+            | WriteOp::FoldIndexes,
         ) => {
             // These answer each caller on its own, so they commit one by one.
             for (op, ack) in ops.into_iter().zip(acks) {
@@ -222,6 +229,12 @@ async fn commit_single(memories: &Table, op: WriteOp) -> Result<u64, StoreError>
     match op {
         WriteOp::Delete(predicate) => {
             Ok(memories.delete(predicate.as_str()).await?.num_deleted_rows)
+        }
+        WriteOp::FoldIndexes => {
+            memories
+                .optimize(lancedb::table::OptimizeAction::Index(Default::default()))
+                .await?;
+            Ok(0)
         }
         WriteOp::Patch { batch, only_if } => {
             let schema = batch.schema();
