@@ -8,6 +8,10 @@ use lancedb::index::Index;
 
 use super::{Store, StoreError};
 
+/// Small fragments (one per small commit) past which maintenance compacts them; reads and
+/// commits slow down with every fragment.
+const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
+
 /// What the indexes look like now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IndexState {
@@ -80,6 +84,16 @@ impl Store {
         } else if state.unindexed_rows >= fold_after_rows {
             self.writer.submit(super::WriteOp::FoldIndexes).await?;
             done.push("folded new rows into indexes");
+        }
+        let small = self
+            .memories
+            .stats()
+            .await?
+            .fragment_stats
+            .num_small_fragments;
+        if small >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
+            self.writer.submit(super::WriteOp::CompactSmall).await?;
+            done.push("compacted small fragments");
         }
         if !state.has_vector_index && state.rows >= self.config.ann_index_min_rows {
             let partitions = ((state.rows as f64).sqrt() as u32).clamp(16, 1024);

@@ -32,6 +32,9 @@ pub enum WriteOp {
     /// Folds new rows into the memories' indexes. Done here, between commits, because run
     /// beside the writer under steady writes it lost every commit race and gave up.
     FoldIndexes,
+    /// Merges the memories' small fragments (many small commits leave one each) so reads
+    /// and commits stay fast between consolidation runs.
+    CompactSmall,
     /// Sets `columns` (name, SQL expression over the old row) where `predicate` holds;
     /// answers the number of rows updated. Bookkeeping only: content changes are versions.
     Update {
@@ -59,7 +62,8 @@ impl WriteOp {
             WriteOp::Delete(_)
             | WriteOp::DeleteWhere { .. }
             | WriteOp::Update { .. }
-            | WriteOp::FoldIndexes => 1,
+            | WriteOp::FoldIndexes
+            | WriteOp::CompactSmall => 1,
         }
     }
     fn table_name(&self) -> Option<&str> {
@@ -188,7 +192,8 @@ async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
             | WriteOp::Merge { .. }
             | WriteOp::Update { .. }
             | WriteOp::Patch { .. }
-            | WriteOp::FoldIndexes,
+            | WriteOp::FoldIndexes
+            | WriteOp::CompactSmall,
         ) => {
             // These answer each caller on its own, so they commit one by one.
             for (op, ack) in ops.into_iter().zip(acks) {
@@ -229,6 +234,18 @@ async fn commit_single(memories: &Table, op: WriteOp) -> Result<u64, StoreError>
     match op {
         WriteOp::Delete(predicate) => {
             Ok(memories.delete(predicate.as_str()).await?.num_deleted_rows)
+        }
+        WriteOp::CompactSmall => {
+            let stats = memories
+                .optimize(lancedb::table::OptimizeAction::Compact {
+                    options: Default::default(),
+                    remap_options: None,
+                })
+                .await?;
+            Ok(stats
+                .compaction
+                .map(|c| c.fragments_removed as u64)
+                .unwrap_or(0))
         }
         WriteOp::FoldIndexes => {
             memories
