@@ -3,6 +3,11 @@
 
 use gemm::Parallelism;
 
+/// Threads a matrix product may use: the machine's logical CPUs.
+pub fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// `dst[m×n] (+)= beta · lhs[m×k] · rhs[k×n]`, every operand given by its row and column strides.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul(

@@ -23,6 +23,17 @@ async fn add(c: &mut Client, content: &str, f: impl FnOnce(&mut AddParams)) -> M
     c.call::<Add>(&p).await.unwrap()
 }
 
+/// `mnemo consolidate --wait --json`: a run now, to its end.
+fn consolidate_now(daemon: &Daemon) -> RunRecord {
+    let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 async fn get(c: &mut Client, id: &str) -> Memory {
     c.call::<Get>(&GetParams { id: id.into() }).await.unwrap()
 }
@@ -125,13 +136,7 @@ async fn a_run_shows_what_each_phase_did() {
     assert_eq!(before, 9);
     tokio::time::sleep(Duration::from_secs(10)).await;
 
-    let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: RunRecord = serde_json::from_slice(&out.stdout).unwrap();
+    let run = consolidate_now(&daemon);
     assert_eq!(run.status, RunStatus::Completed);
     assert!(run.phases.iter().all(|p| p.state == PhaseState::Done));
 
@@ -201,8 +206,7 @@ async fn a_run_shows_what_each_phase_did() {
     assert!(after < before, "fragments {before} -> {after}");
 
     // A second run finds nothing new to merge or summarise.
-    let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
-    let second: RunRecord = serde_json::from_slice(&out.stdout).unwrap();
+    let second = consolidate_now(&daemon);
     assert_eq!(second.count(Phase::Dedup, "merged"), 0);
     assert_eq!(second.count(Phase::Summaries, "summaries"), 0);
 
@@ -332,13 +336,7 @@ async fn sigkill_mid_run_is_recovered_by_the_next_run() {
     assert_eq!(waiting.status, RunStatus::Interrupted);
 
     // The next run is that run, resumed, and it folds each access exactly once.
-    let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: RunRecord = serde_json::from_slice(&out.stdout).unwrap();
+    let run = consolidate_now(&daemon);
     assert_eq!(run.id, started.run_id);
     assert_eq!(run.status, RunStatus::Completed);
     for id in &ids {

@@ -201,7 +201,7 @@ async fn poll_state(
     let mut list = vec![Update::Status(Box::new(status)), Update::Budget(budget)];
     // Processes change slowly and cost more to draw: every ~5 s.
     let every = (5_000 / refresh.as_millis().max(1) as u64).max(1);
-    if polls % every == 1 || every == 1 {
+    if (polls - 1).is_multiple_of(every) {
         let p = calls
             .call::<Processes>(&ProcessesParams {
                 limit: Some(200),

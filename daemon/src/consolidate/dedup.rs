@@ -101,7 +101,7 @@ pub fn find_pairs(
             vectors,
             (1, dim as isize),
             1.0,
-            rayon_threads(),
+            crate::linalg::threads(),
         );
     }
     let mut pairs = Vec::new();
@@ -118,12 +118,6 @@ pub fn find_pairs(
         }
     }
     pairs
-}
-
-fn rayon_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {

@@ -33,6 +33,15 @@ impl From<crate::store::StoreError> for Stop {
     }
 }
 
+/// The yield for the request the activity watch just reported.
+fn request_arrived(activity: &mut watch::Receiver<Option<Instant>>) -> Stop {
+    let at = *activity.borrow_and_update();
+    Stop::Yield {
+        latency: at.map(|t| t.elapsed()).unwrap_or_default(),
+        why: "a request for memory work arrived".into(),
+    }
+}
+
 pub struct Pace {
     engine: Arc<Engine>,
     /// Manual runs finish whatever the idle state; the others step aside.
@@ -71,11 +80,7 @@ impl Pace {
             return None;
         }
         if self.activity.has_changed().unwrap_or(false) {
-            let at = *self.activity.borrow_and_update();
-            return Some(Stop::Yield {
-                latency: at.map(|t| t.elapsed()).unwrap_or_default(),
-                why: "a request for memory work arrived".into(),
-            });
+            return Some(request_arrived(&mut self.activity));
         }
         None
     }
@@ -91,11 +96,7 @@ impl Pace {
                     if changed.is_err() {
                         return Stop::Shutdown;
                     }
-                    let at = *self.activity.borrow_and_update();
-                    return Stop::Yield {
-                        latency: at.map(|t| t.elapsed()).unwrap_or_default(),
-                        why: "a request for memory work arrived".into(),
-                    };
+                    return request_arrived(&mut self.activity);
                 }
                 event = self.snapshots.recv(), if self.yields => {
                     if let Ok(Event::Snapshot(s)) = event {

@@ -16,7 +16,6 @@ use sha2::{Digest, Sha256};
 
 use super::bump;
 use super::pace::{Pace, Stop};
-use crate::ingest::content_hash;
 use crate::store::filter::{id_list, quote};
 use crate::store::{MemoryRecord, WriteOp};
 
@@ -153,47 +152,26 @@ fn summary_record(cluster: &[MemoryRecord], content: String, by_llm: bool) -> Me
     let sources: Vec<String> = cluster.iter().map(|r| r.id.clone()).collect();
     let id = summary_id(&sources);
     let first = &cluster[0];
-    MemoryRecord {
-        lineage: id.clone(),
-        id,
-        namespace: first.namespace.clone(),
-        content_hash: content_hash(&content),
-        content,
-        kind: MemoryKind::Summary,
-        domain: first.domain.clone(),
-        source: Some(
-            if by_llm {
-                "consolidation:llm"
-            } else {
-                "consolidation:rule"
-            }
-            .into(),
-        ),
-        session_id: first.session_id.clone(),
-        project_id: None,
-        vector: Vec::new(),
-        embed_model: String::new(),
-        salience: cluster.iter().map(|r| r.salience).fold(0.0, f32::max),
-        strength: 1.0,
-        emotion_primary: None,
-        emotion_intensity: None,
-        emotion_valence: None,
-        emotion_arousal: None,
-        created_at: now,
-        occurred_at: Some(first.event_time()),
-        valid_from: now,
-        valid_to: None,
-        superseded_by: None,
-        is_summary: true,
-        summarizes: sources,
-        entities: Vec::new(),
-        tags: vec!["summary".into()],
-        metadata: serde_json::json!({ "sources": cluster.len() }).to_string(),
-        access_count: 0,
-        last_accessed_at: None,
-        summarized_by: None,
-        faded_at: None,
-    }
+    let mut summary = MemoryRecord::new(first.namespace.clone(), content, MemoryKind::Summary, now);
+    summary.lineage = id.clone();
+    summary.id = id;
+    summary.domain = first.domain.clone();
+    summary.source = Some(
+        if by_llm {
+            "consolidation:llm"
+        } else {
+            "consolidation:rule"
+        }
+        .into(),
+    );
+    summary.session_id = first.session_id.clone();
+    summary.salience = cluster.iter().map(|r| r.salience).fold(0.0, f32::max);
+    summary.occurred_at = Some(first.event_time());
+    summary.is_summary = true;
+    summary.summarizes = sources;
+    summary.tags = vec!["summary".into()];
+    summary.metadata = serde_json::json!({ "sources": cluster.len() }).to_string();
+    summary
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {

@@ -163,7 +163,7 @@ impl FastBert {
             token_type: get("embeddings.token_type_embeddings.weight")?,
             emb_ln: norm("embeddings.LayerNorm")?,
             layers: stack,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: crate::linalg::threads(),
         })
     }
 

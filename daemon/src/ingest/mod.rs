@@ -9,7 +9,6 @@ use mnemo_client::protocol::memory::{
 };
 use mnemo_client::protocol::time::{now_micros, parse_micros};
 use mnemo_client::protocol::RpcError;
-use sha2::{Digest, Sha256};
 
 use crate::engine::Engine;
 use crate::events::Event;
@@ -18,6 +17,7 @@ use crate::store::{MemoryRecord, StoreError, WriteOp};
 use crate::understand;
 
 mod known;
+pub use crate::store::schema::content_hash;
 pub use known::KnownContent;
 
 pub fn store_error(e: StoreError) -> RpcError {
@@ -59,16 +59,6 @@ fn validate_metadata(metadata: &Option<serde_json::Value>) -> Result<String, Str
     }
 }
 
-pub fn content_hash(content: &str) -> String {
-    let normalized: String = content
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
-    let digest = Sha256::digest(normalized.as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
-}
-
 /// A new row from validated params; the vector comes later.
 fn new_record(p: AddParams, now: i64) -> Result<MemoryRecord, String> {
     validate_content(&p.content)?;
@@ -84,43 +74,18 @@ fn new_record(p: AddParams, now: i64) -> Result<MemoryRecord, String> {
     if namespace.trim().is_empty() {
         return Err("namespace is empty; leave it out for the default namespace".into());
     }
-    let id = uuid::Uuid::now_v7().to_string();
-    Ok(MemoryRecord {
-        lineage: id.clone(),
-        id,
-        namespace,
-        salience: p
-            .salience
-            .unwrap_or_else(|| understand::salience(&p.content)),
-        content_hash: content_hash(&p.content),
-        content: p.content,
-        kind: p.kind.unwrap_or_default(),
-        domain: p.domain,
-        source: p.source,
-        session_id: p.session_id,
-        project_id: None,
-        vector: Vec::new(),
-        embed_model: String::new(),
-        strength: 1.0,
-        emotion_primary: None,
-        emotion_intensity: None,
-        emotion_valence: None,
-        emotion_arousal: None,
-        created_at: now,
-        occurred_at,
-        valid_from: now,
-        valid_to: None,
-        superseded_by: None,
-        is_summary: false,
-        summarizes: Vec::new(),
-        entities: Vec::new(),
-        tags: p.tags,
-        metadata,
-        access_count: 0,
-        last_accessed_at: None,
-        summarized_by: None,
-        faded_at: None,
-    })
+    let salience = p
+        .salience
+        .unwrap_or_else(|| understand::salience(&p.content));
+    let mut record = MemoryRecord::new(namespace, p.content, p.kind.unwrap_or_default(), now);
+    record.salience = salience;
+    record.domain = p.domain;
+    record.source = p.source;
+    record.session_id = p.session_id;
+    record.occurred_at = occurred_at;
+    record.tags = p.tags;
+    record.metadata = metadata;
+    Ok(record)
 }
 
 async fn embed_into(engine: &Engine, records: &mut [MemoryRecord]) -> Result<(), RpcError> {

@@ -87,10 +87,62 @@ impl MemoryRecord {
         }
     }
 
+    /// A fresh first version: full strength, current from `now`, never accessed. Callers set
+    /// what they know beyond the text (and the vector, once embedded).
+    pub fn new(namespace: String, content: String, kind: MemoryKind, now: i64) -> Self {
+        let id = uuid::Uuid::now_v7().to_string();
+        Self {
+            lineage: id.clone(),
+            id,
+            namespace,
+            content_hash: content_hash(&content),
+            content,
+            kind,
+            domain: None,
+            source: None,
+            session_id: None,
+            project_id: None,
+            vector: Vec::new(),
+            embed_model: String::new(),
+            salience: 5.0,
+            strength: 1.0,
+            emotion_primary: None,
+            emotion_intensity: None,
+            emotion_valence: None,
+            emotion_arousal: None,
+            created_at: now,
+            occurred_at: None,
+            valid_from: now,
+            valid_to: None,
+            superseded_by: None,
+            is_summary: false,
+            summarizes: Vec::new(),
+            entities: Vec::new(),
+            tags: Vec::new(),
+            metadata: "{}".into(),
+            access_count: 0,
+            last_accessed_at: None,
+            summarized_by: None,
+            faded_at: None,
+        }
+    }
+
     /// When the memory happened, for time filters and recency: occurred_at, else created_at.
     pub fn event_time(&self) -> i64 {
         self.occurred_at.unwrap_or(self.created_at)
     }
+}
+
+/// What makes two texts the same memory: case and spacing do not count.
+pub fn content_hash(content: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let normalized: String = content
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    let digest = Sha256::digest(normalized.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 fn list_of_strings() -> DataType {
