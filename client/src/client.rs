@@ -3,12 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use interprocess::local_socket::tokio::{prelude::*, Stream};
-use interprocess::local_socket::{GenericFilePath, GenericNamespaced, Name};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
 
-use crate::protocol::events::{EventParams, EVENT};
-use crate::protocol::{Id, Method, Request, Response, RpcError};
+use mnemo_protocol::events::{EventParams, EVENT};
+use mnemo_protocol::{Id, Method, Request, Response, RpcError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -39,7 +38,6 @@ pub struct Client {
     events: std::collections::VecDeque<EventParams>,
 }
 
-/// The interprocess name for a socket path: a file path on Unix, a pipe name on Windows.
 /// An `event` notification, or `None` for any other line (a reply).
 fn parse_event(line: &str) -> Option<EventParams> {
     let value: Value = serde_json::from_str(line).ok()?;
@@ -49,23 +47,13 @@ fn parse_event(line: &str) -> Option<EventParams> {
     serde_json::from_value(value.get("params")?.clone()).ok()
 }
 
-pub fn socket_name(path: &Path) -> std::io::Result<Name<'_>> {
-    if cfg!(windows) {
-        let text = path.to_string_lossy();
-        let pipe = text.trim_start_matches(r"\\.\pipe\").to_string();
-        pipe.to_ns_name::<GenericNamespaced>()
-    } else {
-        path.to_fs_name::<GenericFilePath>()
-    }
-}
-
 impl Client {
     pub async fn connect(socket: &Path) -> Result<Self, ClientError> {
         let not_running = |source| ClientError::NotRunning {
             socket: socket.to_path_buf(),
             source,
         };
-        let name = socket_name(socket).map_err(not_running)?;
+        let name = mnemo_protocol::socket::name(socket).map_err(not_running)?;
         let stream = Stream::connect(name).await.map_err(not_running)?;
         let (read, writer) = tokio::io::split(stream);
         Ok(Self {

@@ -1,10 +1,6 @@
-//! mnemo's client side: the protocol every party speaks, where the socket lives, and an async
-//! client. The `mnemo` CLI is this crate's binary; the daemon uses only [`protocol`] and
-//! [`paths`].
+//! mnemo's client side: an async client for `mnemod` over its local socket. The wire types and
+//! default paths live in `mnemo-protocol`; the `mnemo` CLI is this crate's binary.
 
 pub mod client;
-pub mod manpage;
-pub mod paths;
-pub mod protocol;
 
 pub use client::{Client, ClientError};

@@ -36,7 +36,7 @@ fn turns() -> Vec<String> {
 }
 
 fn main() {
-    let dir = mnemo_client::paths::test_model_dir();
+    let dir = mnemo_protocol::paths::test_model_dir();
     let model = match MiniLmEmbedder::load(&dir, 256, 32) {
         Ok(m) => m,
         Err(e) => {

@@ -2,31 +2,37 @@
 //! `daemon.shutdown`): stop accepting, finish requests in flight, flush the writer, remove
 //! the socket, exit 0.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use crate::access::AccessRecorder;
 use crate::config::Config;
-use crate::embed::{self, EmbedService};
-use crate::engine::Engine;
-use crate::events::{self, Event};
+use crate::consolidate::{Consolidation, Consolidator};
+use crate::embed::{self, EmbedService, ReembedProgress};
+use crate::events;
 use crate::hardware::nvml::NvmlProbe;
 use crate::hardware::probe::SysinfoProbe;
-use crate::hardware::{self, Monitor};
+use crate::hardware::{Monitor, Sampler};
+use crate::ingest::Ingest;
 use crate::lock::DataDirLock;
-use crate::store::Store;
-use crate::{consolidate, readiness, server};
-
-/// How often index maintenance looks for new rows to fold in.
-const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
-/// Unindexed rows past which the full-text index is refreshed.
-const FOLD_AFTER_ROWS: usize = 2_000;
+use crate::readiness;
+use crate::recall::Recall;
+use crate::server::{self, ActivationFd, Limits, State};
+use crate::shutdown::Shutdown;
+use crate::status::Health;
+use crate::store::{self, Store};
 
 pub struct RunOptions {
     pub ready_fd: Option<i32>,
+    /// The socket systemd passed, taken from the environment before the runtime started.
+    pub activation: Option<ActivationFd>,
 }
 
+/// Builds every component, giving each only the handles it uses, serves until shutdown,
+/// then stops them in order.
 pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     let _lock = DataDirLock::acquire(&config.data_dir)?;
     tracing::info!(data_dir = %config.data_dir.display(), "starting mnemod {}", env!("CARGO_PKG_VERSION"));
@@ -57,6 +63,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         config.embedder.workers,
     );
     let events = events::bus();
+    let shutdown = Shutdown::default();
     let monitor = Arc::new(Monitor::new(
         Box::new(SysinfoProbe::new(&config.data_dir)),
         Box::new(
@@ -66,19 +73,52 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         ),
         config.hardware.clone(),
     ));
-    let engine = Engine::new(config.clone(), store.clone(), embed, events, monitor);
-    let known = engine
-        .known
-        .load(&store)
+    let (access, access_task) = AccessRecorder::start(store.clone());
+    let ingest = Ingest::start(store.clone(), embed.clone(), events.clone(), access.clone())
         .await
         .context("reading the stored memories")?;
-    tracing::debug!("{known} current memories");
+    let recall = Recall::new(
+        store.clone(),
+        embed.clone(),
+        access.clone(),
+        config.search.clone(),
+    );
+    let consolidation = Arc::new(Consolidation::new(config.consolidate.clone()));
+    let reembed = Arc::new(ReembedProgress::default());
+    let state = Arc::new(State {
+        limits: Limits {
+            max_frame_bytes: config.max_frame_bytes,
+            max_in_flight: config.max_in_flight,
+            data_dir: config.data_dir.display().to_string(),
+            socket: config.socket.display().to_string(),
+        },
+        ingest: Arc::new(ingest),
+        recall: Arc::new(recall),
+        store: store.clone(),
+        embed: embed.clone(),
+        hardware: monitor.clone(),
+        consolidation: consolidation.clone(),
+        health: Health {
+            started: Instant::now(),
+            embed: embed.clone(),
+            reembed: reembed.clone(),
+            hardware: monitor.clone(),
+            db_dir: config.db_dir(),
+            shutdown: shutdown.clone(),
+        },
+        events: events.clone(),
+        shutdown: shutdown.clone(),
+        in_flight: AtomicUsize::new(0),
+        connections: AtomicUsize::new(0),
+    });
+    drop(access);
     let router = Arc::new(server::router());
 
     // Socket activation: systemd holds the socket and passes it; else we bind our own.
-    let (listener, activated) = match server::inherited()? {
-        Some(listener) => (listener, true),
-        None => (server::bind(&config.socket).await?, false),
+    let activated = options.activation.is_some();
+    let listener = match options.activation {
+        Some(fd) => server::from_activation(fd)?,
+        None => server::bind(&config.socket).await?,
     };
     tracing::info!(
         socket = %config.socket.display(),
@@ -86,21 +126,53 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         "listening"
     );
     // Signal handlers exist before anyone is told we are ready, so a prompt SIGTERM is graceful.
-    tokio::spawn(stop_on_signal(engine.clone(), Signals::install()?));
+    tokio::spawn(stop_on_signal(shutdown.clone(), Signals::install()?));
     readiness::announce(options.ready_fd);
 
-    let maintenance = tokio::spawn(maintain(engine.clone()));
-    let hardware = tokio::spawn(hardware::run(engine.clone()));
-    let consolidation = tokio::spawn(consolidate::run(engine.clone()));
-    tokio::spawn(readiness::watchdog(engine.clone()));
-    server::serve(listener, engine.clone(), router).await;
+    let maintenance = tokio::spawn(store::maintenance::run(
+        store.clone(),
+        events.clone(),
+        shutdown.clone(),
+    ));
+    let reembedding = tokio::spawn(embed::reembed(
+        store.clone(),
+        embed.clone(),
+        shutdown.clone(),
+        reembed,
+    ));
+    let hardware = tokio::spawn(
+        Sampler {
+            monitor: monitor.clone(),
+            store: store.clone(),
+            embed: embed.clone(),
+            events: events.clone(),
+            shutdown: shutdown.clone(),
+        }
+        .run(),
+    );
+    let consolidation = tokio::spawn(crate::consolidate::run(Arc::new(Consolidator {
+        state: consolidation,
+        store: store.clone(),
+        embed: embed.clone(),
+        events,
+        hardware: monitor,
+        shutdown: shutdown.clone(),
+        llm: config.llm.clone(),
+        db_dir: config.db_dir(),
+    })));
+    tokio::spawn(readiness::watchdog(shutdown.clone()));
+    server::serve(listener, state.clone(), router).await;
 
     readiness::stopping();
-    maintenance.abort();
+    reembedding.abort();
     // The sampler writes the snapshots it still holds, then ends.
     let _ = tokio::time::timeout(Duration::from_millis(800), hardware).await;
     // A run in progress records itself as interrupted, to resume after the restart.
     let _ = tokio::time::timeout(Duration::from_millis(800), consolidation).await;
+    // Accesses still queued are written; a purge a forget asked for runs now.
+    drop(state);
+    let _ = tokio::time::timeout(Duration::from_millis(500), access_task).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;
     store.close().await;
     // An activated socket belongs to systemd, which keeps listening for the next start.
     if !activated {
@@ -132,7 +204,7 @@ impl Signals {
     }
 }
 
-async fn stop_on_signal(engine: Arc<Engine>, mut signals: Signals) {
+async fn stop_on_signal(shutdown: Shutdown, mut signals: Signals) {
     #[cfg(unix)]
     {
         let name = tokio::select! {
@@ -147,24 +219,5 @@ async fn stop_on_signal(engine: Arc<Engine>, mut signals: Signals) {
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("Ctrl-C: shutting down");
     }
-    engine.request_shutdown();
-}
-
-async fn maintain(engine: Arc<Engine>) {
-    let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        match engine.store.maintain_indexes(FOLD_AFTER_ROWS).await {
-            Ok(done) => {
-                for what in done {
-                    tracing::info!("index maintenance: {what}");
-                    let _ = engine
-                        .events
-                        .send(Event::IndexMaintained { what: what.into() });
-                }
-            }
-            Err(e) => tracing::warn!("index maintenance failed: {e}"),
-        }
-    }
+    shutdown.request();
 }

@@ -1,7 +1,7 @@
 //! The event bus: one broadcast channel every component publishes on and subscribers read.
 //! The events are the protocol's, so what a `subscribe` client receives is what was sent.
 
-pub use mnemo_client::protocol::events::Event;
+pub use mnemo_protocol::events::Event;
 
 pub type EventBus = tokio::sync::broadcast::Sender<Event>;
 

@@ -1,20 +1,30 @@
-//! mnemod's engine. Modules follow ARCHITECTURE.md §2; `ingest` holds the write pipeline
-//! (validate -> understand -> embed -> store) that the architecture draws as a data flow.
+//! mnemod's engine. Modules follow ARCHITECTURE.md §2. Data flows one way: `server` ->
+//! `ingest` / `recall` -> (`understand`, `embed`, `access`) -> `store`; the background
+//! components (`hardware`, `consolidate`, index maintenance in `store`, re-embedding in
+//! `embed`) depend on `store`, `embed` and the event bus, never on the server or each other.
+//! `daemon` builds them all and gives each only the handles it uses.
 
+mod access;
 pub mod config;
-pub mod consolidate;
+mod consolidate;
 pub mod daemon;
+#[doc(hidden)]
 pub mod embed;
-pub mod engine;
-pub mod events;
-pub mod hardware;
-pub mod httpjson;
-pub mod ingest;
-pub mod linalg;
-pub mod llm;
-pub mod lock;
-pub mod readiness;
-pub mod recall;
-pub mod server;
-pub mod store;
-pub mod understand;
+mod error;
+mod events;
+mod hardware;
+mod httpjson;
+mod ingest;
+mod linalg;
+mod llm;
+mod lock;
+mod readiness;
+mod recall;
+mod server;
+mod shutdown;
+mod status;
+mod store;
+mod understand;
+
+/// For `main`: the socket-activation descriptor, read before the runtime starts.
+pub use server::activation_fd;

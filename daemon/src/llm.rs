@@ -1,23 +1,9 @@
 //! The optional chat endpoint (Ollama or OpenAI-compatible) that consolidation uses to write
 //! summaries when configured. Without one, everything works by rule.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::config::HttpApi;
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct LlmConfig {
-    /// e.g. `http://127.0.0.1:11434` (Ollama) or `http://127.0.0.1:1234` (LM Studio); unset
-    /// means summaries are extractive, by rule.
-    pub url: Option<String>,
-    pub api: HttpApi,
-    pub model: Option<String>,
-    pub timeout_ms: Option<u64>,
-    /// Name of an environment variable holding a bearer token, if the server wants one.
-    pub api_key_env: Option<String>,
-}
+use crate::config::{HttpApi, LlmConfig};
 
 pub struct Llm {
     agent: ureq::Agent,

@@ -87,7 +87,7 @@ fn init_logging(config: &Config) {
 }
 
 fn main() -> std::process::ExitCode {
-    mnemo_client::manpage::print_if_asked(<Cli as clap::CommandFactory>::command);
+    mnemo_protocol::manpage::print_if_asked(<Cli as clap::CommandFactory>::command);
     let cli = Cli::parse();
     let args = cli.args;
     let print_config = matches!(cli.command, Some(Command::Config));
@@ -103,6 +103,8 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     init_logging(&config);
+    // Before any thread exists: the environment may only change while single-threaded.
+    let activation = mnemo_daemon::activation_fd();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mnemod")
@@ -118,6 +120,7 @@ fn main() -> std::process::ExitCode {
         config,
         RunOptions {
             ready_fd: args.ready_fd,
+            activation,
         },
     ));
     // Do not wait for blocking tasks (an embedding batch) past shutdown.

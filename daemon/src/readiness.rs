@@ -35,7 +35,7 @@ pub fn watchdog_interval() -> Option<std::time::Duration> {
 
 /// Pings systemd's watchdog from the runtime until shutdown: if the runtime stops making
 /// progress, the pings stop and systemd restarts the daemon.
-pub async fn watchdog(engine: std::sync::Arc<crate::engine::Engine>) {
+pub async fn watchdog(shutdown: crate::shutdown::Shutdown) {
     let Some(every) = watchdog_interval() else {
         return;
     };
@@ -43,7 +43,7 @@ pub async fn watchdog(engine: std::sync::Arc<crate::engine::Engine>) {
     let mut tick = tokio::time::interval(every);
     loop {
         tokio::select! {
-            _ = engine.stopped() => return,
+            _ = shutdown.requested() => return,
             _ = tick.tick() => sd_notify("WATCHDOG=1"),
         }
     }

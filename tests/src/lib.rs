@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use mnemo_client::protocol::daemon::{Hello, HelloParams};
-use mnemo_client::protocol::Method;
 use mnemo_client::Client;
+use mnemo_protocol::daemon::{Hello, HelloParams};
+use mnemo_protocol::Method;
 use tempfile::TempDir;
 
 /// A binary of this workspace, next to the test executable's `deps` directory.
@@ -30,25 +30,38 @@ pub enum Embedder {
     Hashed,
 }
 
-/// Where the MiniLM model is, or None (with a note) when it is not fetched. Under CI it must be.
-pub fn model_dir() -> Option<PathBuf> {
+/// Where the MiniLM model is. A test that needs it fails when it is missing, saying how to
+/// fetch it (the README's test command does), rather than passing without having run.
+pub fn model_dir() -> PathBuf {
     let dir = std::env::var("MNEMO_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
-            mnemo_client::paths::default_data_dir()
+            mnemo_protocol::paths::default_data_dir()
                 .join("models")
                 .join("all-MiniLM-L6-v2")
         });
-    if dir.join("model.safetensors").is_file() {
-        return Some(dir);
-    }
-    let note = format!(
-        "the MiniLM model is not in {}; run packaging/fetch-model.sh",
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "the MiniLM model is not in {}; run packaging/fetch-model.sh (scripts/test.sh does)",
         dir.display()
     );
-    assert!(std::env::var("CI").is_err(), "{note}");
-    eprintln!("SKIPPED: {note}");
-    None
+    dir
+}
+
+/// Polls `check` until it gives a value or `timeout` passes (then panics with `what`).
+pub async fn wait_for<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 pub struct Daemon {
@@ -105,10 +118,9 @@ impl Daemon {
                 cmd.args(["--embedder", "hashed"]);
             }
             Embedder::Minilm => {
-                let dir = model_dir().expect("MiniLM tests check model_dir() first");
                 cmd.args(["--embedder", "minilm"])
                     .arg("--model-dir")
-                    .arg(dir);
+                    .arg(model_dir());
             }
         }
         cmd.args(&self.extra_args);
@@ -116,6 +128,11 @@ impl Daemon {
             .env_remove("NOTIFY_SOCKET")
             .env("MNEMO_LOG_LEVEL", "info");
         cmd
+    }
+
+    /// Arguments added after the embedder's on the next (re)start.
+    pub fn set_extra_args(&mut self, args: &[&str]) {
+        self.extra_args = args.iter().map(|s| s.to_string()).collect();
     }
 
     /// Starts (again) on the same data dir and socket, and waits until it answers.
@@ -212,6 +229,17 @@ impl Daemon {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// SIGTERM, and waits for a clean exit.
+    pub fn stop(&mut self) {
+        self.signal(libc::SIGTERM);
+        let status = self.wait_exit(Duration::from_secs(15));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "mnemod did not stop cleanly: {status:?}\n{}",
+            self.log_text()
+        );
     }
 
     /// SIGKILL: a crash, with no chance to clean up.

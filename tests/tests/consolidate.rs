@@ -3,15 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-use mnemo_client::protocol::consolidate::{
-    Phase, PhaseState, Run, RunRecord, RunStatus, Runs, RunsParams, Status, StatusResult,
+use mnemo_client::Client;
+use mnemo_protocol::consolidate::{
+    ConsolidateRun, ConsolidateRuns, ConsolidateStatus, ConsolidationStatus, Phase, PhaseState,
+    RunRecord, RunStatus, RunsParams,
 };
-use mnemo_client::protocol::memory::{
+use mnemo_protocol::memory::{
     Add, AddParams, Get, GetParams, History, HistoryParams, List, ListParams, Memory, MemoryKind,
     Search, SearchParams,
 };
-use mnemo_client::protocol::NoParams;
-use mnemo_client::Client;
+use mnemo_protocol::NoParams;
 use mnemo_tests::{Daemon, Embedder};
 
 async fn add(c: &mut Client, content: &str, f: impl FnOnce(&mut AddParams)) -> Memory {
@@ -38,13 +39,13 @@ async fn get(c: &mut Client, id: &str) -> Memory {
     c.call::<Get>(&GetParams { id: id.into() }).await.unwrap()
 }
 
-async fn status(c: &mut Client) -> StatusResult {
-    c.call::<Status>(&NoParams {}).await.unwrap()
+async fn status(c: &mut Client) -> ConsolidationStatus {
+    c.call::<ConsolidateStatus>(&NoParams {}).await.unwrap()
 }
 
 async fn run_record(c: &mut Client, id: &str) -> Option<RunRecord> {
     let runs = c
-        .call::<Runs>(&RunsParams { limit: Some(50) })
+        .call::<ConsolidateRuns>(&RunsParams { limit: Some(50) })
         .await
         .unwrap();
     runs.runs.into_iter().find(|r| r.id == id)
@@ -54,7 +55,7 @@ async fn run_record(c: &mut Client, id: &str) -> Option<RunRecord> {
 async fn until<T>(
     c: &mut Client,
     what: &str,
-    mut done: impl FnMut(&StatusResult) -> Option<T>,
+    mut done: impl FnMut(&ConsolidationStatus) -> Option<T>,
 ) -> T {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -134,7 +135,6 @@ async fn a_run_shows_what_each_phase_did() {
         .memories
         .len();
     assert_eq!(before, 9);
-    tokio::time::sleep(Duration::from_secs(10)).await;
 
     let run = consolidate_now(&daemon);
     assert_eq!(run.status, RunStatus::Completed);
@@ -171,7 +171,7 @@ async fn a_run_shows_what_each_phase_did() {
     assert_eq!(run.count(Phase::Summaries, "demoted"), 4);
     let summaries = c
         .call::<List>(&ListParams {
-            filter: mnemo_client::protocol::memory::Filter {
+            filter: mnemo_protocol::memory::Filter {
                 kind: Some(MemoryKind::Summary),
                 ..Default::default()
             },
@@ -274,7 +274,7 @@ async fn an_idle_run_yields_to_a_request_and_completes_later() {
     let st = status(&mut c).await;
     assert_eq!(
         st.current.as_ref().unwrap().trigger,
-        mnemo_client::protocol::consolidate::RunTrigger::Idle
+        mnemo_protocol::consolidate::RunTrigger::Idle
     );
 
     // A request for memory work is answered, and the run steps aside.
@@ -314,7 +314,7 @@ async fn sigkill_mid_run_is_recovered_by_the_next_run() {
     let mut daemon = Daemon::start_configured(Embedder::Hashed, &config, &[]);
     let mut c = daemon.client().await;
     let ids = seed_accesses(&mut c, 12).await;
-    let started = c.call::<Run>(&NoParams {}).await.unwrap();
+    let started = c.call::<ConsolidateRun>(&NoParams {}).await.unwrap();
     until(&mut c, "the run to fold a few accesses", |s| {
         let p = s.progress.as_ref()?;
         (p.phase == Phase::Access && p.done >= 3).then_some(())

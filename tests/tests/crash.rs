@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use mnemo_client::protocol::memory::{Add, AddParams, Get, GetParams, List, ListParams};
 use mnemo_client::Client;
+use mnemo_protocol::memory::{Add, AddParams, Get, GetParams, List, ListParams};
 use mnemo_tests::Daemon;
 
 /// Every current memory, id to content, read page by page.

@@ -3,8 +3,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use mnemo_client::protocol::daemon::{Hello, HelloParams, Shutdown, Status};
-use mnemo_client::protocol::{NoParams, PROTOCOL_VERSION};
+use mnemo_protocol::daemon::{Hello, HelloParams, Shutdown, Status};
+use mnemo_protocol::{NoParams, PROTOCOL_VERSION};
 use mnemo_tests::{workspace_bin, Daemon};
 
 #[tokio::test]

@@ -1,9 +1,9 @@
 //! The memory store end to end through the real daemon and the real MiniLM model.
 
-use mnemo_client::protocol::memory::*;
-use mnemo_client::protocol::Method;
 use mnemo_client::{Client, ClientError};
-use mnemo_tests::{model_dir, Daemon, Embedder};
+use mnemo_protocol::memory::*;
+use mnemo_protocol::Method;
+use mnemo_tests::{Daemon, Embedder};
 
 fn ids(r: &SearchResult) -> Vec<&str> {
     r.hits.iter().map(|h| h.memory.id.as_str()).collect()
@@ -31,9 +31,6 @@ fn rpc_code<M: Method>(r: Result<M::Result, ClientError>) -> (i32, String) {
 
 #[tokio::test]
 async fn add_get_search_update_history_as_of_forget() {
-    if model_dir().is_none() {
-        return;
-    }
     let daemon = Daemon::start_with(Embedder::Minilm, &[]);
     let mut c = daemon.client().await;
     let filler = [
@@ -96,8 +93,7 @@ async fn add_get_search_update_history_as_of_forget() {
         "{explain:?}"
     );
 
-    let before_update =
-        mnemo_client::protocol::time::format_micros(mnemo_client::protocol::time::now_micros());
+    let before_update = mnemo_protocol::time::format_micros(mnemo_protocol::time::now_micros());
     let updated = c
         .call::<Update>(&UpdateParams {
             id: added.id.clone(),

@@ -3,9 +3,9 @@
 
 use std::collections::HashSet;
 
-use mnemo_client::protocol::daemon::Status;
-use mnemo_client::protocol::NoParams;
 use mnemo_client::Client;
+use mnemo_protocol::daemon::Status;
+use mnemo_protocol::NoParams;
 use mnemo_tests::{Daemon, Embedder};
 use serde_json::{json, Value};
 
@@ -211,8 +211,8 @@ async fn thirty_two_clients_two_hundred_calls_each() {
 
 #[tokio::test]
 async fn subscribers_get_events_until_they_unsubscribe() {
-    use mnemo_client::protocol::events::{Event, Subscribe, Topic, TopicsParams, Unsubscribe};
-    use mnemo_client::protocol::memory::{Add, AddParams};
+    use mnemo_protocol::events::{Event, Subscribe, Topic, TopicsParams, Unsubscribe};
+    use mnemo_protocol::memory::{Add, AddParams};
     let daemon = Daemon::start();
     let mut events = daemon.client().await;
     let subscribed = events

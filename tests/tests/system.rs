@@ -1,12 +1,12 @@
 //! Hardware self-awareness through the real daemon: profile, snapshots stored and returned at
 //! the asked step, processes, budget; on a machine without an NVIDIA driver nothing fails.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use mnemo_client::protocol::system::*;
-use mnemo_client::protocol::time::parse_micros;
-use mnemo_client::protocol::NoParams;
 use mnemo_client::ClientError;
+use mnemo_protocol::system::*;
+use mnemo_protocol::time::parse_micros;
+use mnemo_protocol::NoParams;
 use mnemo_tests::{Daemon, Embedder};
 
 const FAST: &str = "[hardware]\nsnapshot_interval_secs = 1\nprocess_interval_secs = 1\nflush_every = 2\nprobe_inference = false\n";
@@ -14,11 +14,23 @@ const FAST: &str = "[hardware]\nsnapshot_interval_secs = 1\nprocess_interval_sec
 #[tokio::test]
 async fn snapshots_are_stored_and_returned_at_the_asked_step() {
     let mut daemon = Daemon::start_configured(Embedder::Hashed, FAST, &[]);
-    tokio::time::sleep(Duration::from_millis(5500)).await;
     let mut c = daemon.client().await;
+    // Snapshots come every second; wait for a few.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c
+        .call::<SystemHistory>(&SystemHistoryParams::default())
+        .await
+        .unwrap()
+        .points
+        .len()
+        < 4
+    {
+        assert!(Instant::now() < deadline, "no 4 snapshots in 30 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let raw = c
-        .call::<SystemHistory>(&HistoryParams::default())
+        .call::<SystemHistory>(&SystemHistoryParams::default())
         .await
         .unwrap();
     assert_eq!(raw.step, 1);
@@ -33,7 +45,7 @@ async fn snapshots_are_stored_and_returned_at_the_asked_step() {
         .all(|p| p["cpu_pct"].is_number() && p["span_secs"] == 1));
 
     let stepped = c
-        .call::<SystemHistory>(&HistoryParams {
+        .call::<SystemHistory>(&SystemHistoryParams {
             step: Some(2),
             ..Default::default()
         })
@@ -55,7 +67,7 @@ async fn snapshots_are_stored_and_returned_at_the_asked_step() {
     assert!(stepped.points.iter().all(|p| p["span_secs"] == 2));
 
     let only = c
-        .call::<SystemHistory>(&HistoryParams {
+        .call::<SystemHistory>(&SystemHistoryParams {
             fields: Some(vec!["ram_pct".into()]),
             ..Default::default()
         })
@@ -64,7 +76,7 @@ async fn snapshots_are_stored_and_returned_at_the_asked_step() {
     let keys: Vec<&String> = only.points[0].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["at", "ram_pct"]);
     let err = c
-        .call::<SystemHistory>(&HistoryParams {
+        .call::<SystemHistory>(&SystemHistoryParams {
             fields: Some(vec!["bogus".into()]),
             ..Default::default()
         })
@@ -82,7 +94,7 @@ async fn snapshots_are_stored_and_returned_at_the_asked_step() {
     let after = daemon
         .client()
         .await
-        .call::<SystemHistory>(&HistoryParams::default())
+        .call::<SystemHistory>(&SystemHistoryParams::default())
         .await
         .unwrap();
     assert!(
@@ -95,8 +107,24 @@ async fn snapshots_are_stored_and_returned_at_the_asked_step() {
 #[tokio::test]
 async fn profile_snapshot_processes_and_budget() {
     let daemon = Daemon::start_configured(Embedder::Hashed, FAST, &[]);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
     let mut c = daemon.client().await;
+    // A snapshot comes every second, the inventory too; wait for both.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let snapshot = c.call::<SnapshotNow>(&NoParams {}).await.unwrap();
+        let procs = c
+            .call::<Processes>(&ProcessesParams::default())
+            .await
+            .unwrap();
+        if snapshot.snapshot.is_some() && procs.taken_at.is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no snapshot or inventory in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let p = c.call::<Profile>(&NoParams {}).await.unwrap();
     assert!(p.ram_total_bytes > 0 && p.cpu_threads >= 1);
@@ -146,7 +174,7 @@ async fn profile_snapshot_processes_and_budget() {
     assert!(b.reason.contains("RAM at"), "{}", b.reason);
 
     let status = c
-        .call::<mnemo_client::protocol::daemon::Status>(&NoParams {})
+        .call::<mnemo_protocol::daemon::Status>(&NoParams {})
         .await
         .unwrap();
     let hw = status
@@ -160,7 +188,14 @@ async fn profile_snapshot_processes_and_budget() {
 #[test]
 fn cli_system_commands() {
     let daemon = Daemon::start_configured(Embedder::Hashed, FAST, &[]);
-    std::thread::sleep(Duration::from_millis(2500));
+    // The inventory runs every second; poll until the CLI shows one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !String::from_utf8_lossy(&daemon.cli(&["system", "processes"], "").stdout)
+        .contains("CATEGORY")
+    {
+        assert!(std::time::Instant::now() < deadline, "no process inventory");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     for (args, want) in [
         (&["system", "profile"][..], "fits"),
         (&["system", "now"], "ram"),

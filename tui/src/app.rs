@@ -5,13 +5,11 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mnemo_client::protocol::consolidate::{RunRecord, StatusResult as ConsolidationStatus};
-use mnemo_client::protocol::daemon::StatusResult;
-use mnemo_client::protocol::events::Event;
-use mnemo_client::protocol::memory::{Memory, SearchResult};
-use mnemo_client::protocol::system::{
-    Budget, InferenceServer, ProcessEntry, Snapshot, SystemProfile,
-};
+use mnemo_protocol::consolidate::{ConsolidationStatus, RunRecord};
+use mnemo_protocol::daemon::StatusResult;
+use mnemo_protocol::events::Event;
+use mnemo_protocol::memory::{Memory, SearchResult};
+use mnemo_protocol::system::{Budget, InferenceServer, ProcessEntry, Snapshot, SystemProfile};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// Snapshots kept for the charts (at 5 s, ten minutes).
@@ -278,9 +276,9 @@ impl App {
                 } => {
                     if let Some(c) = &mut self.consolidation {
                         c.progress = phase.filter(|_| total > 0).map(|phase| {
-                            mnemo_client::protocol::consolidate::Progress { phase, done, total }
+                            mnemo_protocol::consolidate::Progress { phase, done, total }
                         });
-                        if status != mnemo_client::protocol::consolidate::RunStatus::Running {
+                        if status != mnemo_protocol::consolidate::RunStatus::Running {
                             c.progress = None;
                         }
                     }

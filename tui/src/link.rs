@@ -5,19 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mnemo_client::protocol::consolidate::{self, RunsParams};
-use mnemo_client::protocol::daemon::{Hello, HelloParams, Status};
-use mnemo_client::protocol::events::{Subscribe, TopicsParams};
-use mnemo_client::protocol::memory::{
-    History, HistoryParams, List, ListParams, Search, SearchParams,
-};
-use mnemo_client::protocol::system::{
-    HistoryParams as SystemHistoryParams, Processes, ProcessesParams, Profile, SystemBudget,
-    SystemHistory,
-};
-use mnemo_client::protocol::time::{format_micros, now_micros};
-use mnemo_client::protocol::{NoParams, PROTOCOL_VERSION};
 use mnemo_client::{Client, ClientError};
+use mnemo_protocol::consolidate::{self, RunsParams};
+use mnemo_protocol::daemon::{Hello, HelloParams, Status};
+use mnemo_protocol::events::{Subscribe, TopicsParams};
+use mnemo_protocol::memory::{History, HistoryParams, List, ListParams, Search, SearchParams};
+use mnemo_protocol::system::{
+    Processes, ProcessesParams, Profile, SystemBudget, SystemHistory, SystemHistoryParams,
+};
+use mnemo_protocol::time::{format_micros, now_micros};
+use mnemo_protocol::{NoParams, PROTOCOL_VERSION};
 use tokio::sync::mpsc;
 
 use crate::app::{Command, Detail, Update, HISTORY_POINTS};
@@ -120,7 +117,7 @@ async fn follow(
     calls: &mut Client,
     updates: &mpsc::Sender<Update>,
     commands: &mut mpsc::Receiver<Command>,
-    events: &mut mpsc::Receiver<Result<mnemo_client::protocol::events::Event, ClientError>>,
+    events: &mut mpsc::Receiver<Result<mnemo_protocol::events::Event, ClientError>>,
 ) -> Result<(), ClientError> {
     let profile = calls.call::<Profile>(&NoParams {}).await?;
     let step = 5;
@@ -166,7 +163,7 @@ async fn follow(
             }
             event = events.recv() => match event {
                 Some(Ok(e)) => {
-                    let ended = matches!(e, mnemo_client::protocol::events::Event::Consolidation { status, .. }
+                    let ended = matches!(e, mnemo_protocol::events::Event::Consolidation { status, .. }
                         if status != consolidate::RunStatus::Running);
                     if ended {
                         // A run ended: its record and the state are worth fetching now.
@@ -223,9 +220,11 @@ async fn poll_consolidation(
     calls: &mut Client,
     updates: &mpsc::Sender<Update>,
 ) -> Result<(), ClientError> {
-    let status = calls.call::<consolidate::Status>(&NoParams {}).await?;
+    let status = calls
+        .call::<consolidate::ConsolidateStatus>(&NoParams {})
+        .await?;
     let runs = calls
-        .call::<consolidate::Runs>(&RunsParams { limit: Some(20) })
+        .call::<consolidate::ConsolidateRuns>(&RunsParams { limit: Some(20) })
         .await?;
     let _ = updates.send(Update::Consolidation(Box::new(status))).await;
     let _ = updates.send(Update::Runs(runs.runs)).await;
@@ -274,7 +273,10 @@ async fn execute(calls: &mut Client, command: Command) -> Result<Update, ClientE
             }
             Err(e) => Update::Detail(Err(shown(e)?)),
         },
-        Command::Consolidate => match calls.call::<consolidate::Run>(&NoParams {}).await {
+        Command::Consolidate => match calls
+            .call::<consolidate::ConsolidateRun>(&NoParams {})
+            .await
+        {
             Ok(r) => Update::Message(if r.already_running {
                 format!("consolidation run {} is already running", r.run_id)
             } else {

@@ -44,7 +44,7 @@ fn spawn_terminal_reader(tx: mpsc::Sender<TermEvent>) {
 async fn run(args: Args) -> anyhow::Result<()> {
     let socket = args
         .socket
-        .unwrap_or_else(mnemo_client::paths::default_socket_path);
+        .unwrap_or_else(mnemo_protocol::paths::default_socket_path);
     let mut app = App::new(socket.clone());
     let (update_tx, mut updates) = mpsc::channel(512);
     let (command_tx, commands) = mpsc::channel(16);
@@ -94,7 +94,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
-    mnemo_client::manpage::print_if_asked(<Args as clap::CommandFactory>::command);
+    mnemo_protocol::manpage::print_if_asked(<Args as clap::CommandFactory>::command);
     let args = Args::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use lancedb::arrow::arrow_array::{Int64Array, StringArray};
-use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
-use mnemo_client::protocol::time::now_micros;
+use mnemo_protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop};
 use super::{bump, save_cursor};
@@ -32,7 +32,7 @@ pub fn folded(
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
-    let engine = pace.engine().clone();
+    let ctx = pace.ctx().clone();
     // The cutoff is fixed for the whole phase (and kept across a resume), so events arriving
     // meanwhile wait for the next run instead of being deleted unfolded.
     let cutoff: i64 = match record.cursor.as_deref().and_then(|c| c.parse().ok()) {
@@ -44,10 +44,10 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             c
         }
     };
-    let store = &engine.store;
+    let store = &ctx.store;
     let tallies = store.runs().access_tallies(cutoff).await?;
     let total = tallies.len() as u64;
-    let batch = engine.consolidation.config.batch_rows.max(1);
+    let batch = ctx.state.config.batch_rows.max(1);
     for (i, chunk) in tallies.chunks(batch).enumerate() {
         pace.checkpoint().await?;
         let ids: Vec<String> = chunk.iter().map(|t| t.memory_id.clone()).collect();

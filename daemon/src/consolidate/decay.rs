@@ -12,8 +12,8 @@
 //! Rows that fall below `fade_below` get `faded_at`; nothing is deleted. A faded memory that
 //! is used again recovers and loses the mark.
 
-use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
-use mnemo_client::protocol::time::now_micros;
+use mnemo_protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::time::now_micros;
 
 use super::bump;
 use super::pace::{Pace, Stop};
@@ -47,10 +47,10 @@ pub fn strength(
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
-    let engine = pace.engine().clone();
-    let config = &engine.consolidation.config;
+    let ctx = pace.ctx().clone();
+    let config = &ctx.state.config;
     let now = now_micros();
-    let store = &engine.store;
+    let store = &ctx.store;
     let writer = store.writer();
     let groups = [
         ("valid_to IS NULL AND summarized_by IS NULL", 1.0),

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use lancedb::arrow::arrow_array::{Float32Array, Int64Array, StringArray};
 
-use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
-use mnemo_client::protocol::time::now_micros;
+use mnemo_protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop};
 use super::{bump, save_cursor};
@@ -121,9 +121,9 @@ pub fn find_pairs(
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
-    let engine = pace.engine().clone();
-    let config = engine.consolidation.config.clone();
-    let store = &engine.store;
+    let ctx = pace.ctx().clone();
+    let config = ctx.state.config.clone();
+    let store = &ctx.store;
     let watermark: i64 = store
         .meta_get(WATERMARK)
         .await?
@@ -189,7 +189,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             }
         }
         if !merged.is_empty() {
-            apply(&engine, &rows, &merged, &touched).await?;
+            apply(&ctx, &rows, &merged, &touched).await?;
             bump(record, "merged", merged.len() as u64);
         }
         let through = rows[*block.last().unwrap_or(&0)].created_at;
@@ -206,17 +206,17 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     Ok(())
 }
 
-/// Closes the merged rows (pointing at their survivor), then lifts the survivors. Held under
-/// the update lock so a concurrent `memory.update` cannot close the same row at once.
+/// Closes the merged rows (pointing at their survivor), then lifts the survivors. Each patch
+/// touches only rows still current, and the writer orders it with updates, so a concurrent
+/// `memory.update` and a merge never both close the same row.
 async fn apply(
-    engine: &crate::engine::Engine,
+    ctx: &super::Consolidator,
     rows: &[MemoryRecord],
     merged: &[(String, String)],
     gains: &HashMap<usize, (i64, f32)>,
 ) -> Result<(), Stop> {
-    let _one_writer = engine.update_lock.lock().await;
     let now = now_micros();
-    let store = &engine.store;
+    let store = &ctx.store;
     let closed = store.patch(vec![
         (
             "id",

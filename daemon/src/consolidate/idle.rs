@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use mnemo_client::protocol::consolidate::IdleState;
-use mnemo_client::protocol::system::Snapshot;
+use mnemo_protocol::consolidate::IdleState;
+use mnemo_protocol::system::Snapshot;
 use tokio::sync::watch;
 
-use super::ConsolidateConfig;
+use crate::config::ConsolidateConfig;
 
 /// When the last request for memory work arrived; runs watch it to step aside at once.
 pub struct Activity {

@@ -11,128 +11,26 @@ mod pace;
 mod storage;
 mod summarize;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mnemo_client::protocol::consolidate::{
-    IdleState, Phase, PhaseRecord, PhaseState, Progress, RunRecord, RunStarted, RunStatus,
-    RunTrigger, StatusResult,
+use mnemo_protocol::consolidate::{
+    ConsolidationStatus, IdleState, Phase, PhaseRecord, PhaseState, Progress, RunRecord,
+    RunStarted, RunStatus, RunTrigger,
 };
-use mnemo_client::protocol::time::{format_micros, now_micros};
-use serde::{Deserialize, Serialize};
-use tokio::sync::Notify;
+use mnemo_protocol::time::{format_micros, now_micros};
+use tokio::sync::{broadcast, Notify};
 
-use crate::engine::Engine;
-use crate::events::Event;
+use crate::config::{parse_schedule, ConsolidateConfig, LlmConfig};
+use crate::embed::EmbedService;
+use crate::events::{Event, EventBus};
+use crate::hardware::Monitor;
+use crate::shutdown::Shutdown;
 use crate::store::runs::run_batch;
-use crate::store::{StoreError, WriteOp};
+use crate::store::{Store, StoreError, WriteOp};
 pub use idle::Activity;
 use pace::{Pace, Stop};
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct ConsolidateConfig {
-    /// Runs start by themselves when idle (and on the schedule); `consolidate.run` always works.
-    pub enabled: bool,
-    /// Seconds without a request for memory work before the machine counts as idle.
-    pub idle_after_secs: u64,
-    /// CPU use of everything else, in percent of the machine, above which runs wait or yield.
-    pub max_other_cpu_pct: f32,
-    /// RAM use in percent above which runs wait or yield.
-    pub max_ram_pct: f32,
-    pub run_on_battery: bool,
-    /// Seconds between idle checks.
-    pub check_interval_secs: u64,
-    /// An idle run starts at most this often once a run has completed (when there is work).
-    pub min_interval_secs: u64,
-    /// Daily local time ("03:30") for a run whatever the idle state; it still yields.
-    pub schedule: Option<String>,
-    /// Rows per unit of work (between yield checks).
-    pub batch_rows: usize,
-    /// Rest between units of work, so a run never takes a whole core for long.
-    pub throttle_ms: u64,
-    /// Days for strength to halve at salience 5 without access.
-    pub half_life_days: f64,
-    /// Strength below which a memory is marked faded (never deleted).
-    pub fade_below: f32,
-    /// Cosine similarity at or above which two memories are duplicates.
-    pub dedup_threshold: f32,
-    /// Duplicates that both say when they happened merge only within this many hours.
-    pub dedup_event_window_hours: f64,
-    /// Memories older than this many days (by when they happened) may be summarised...
-    pub summary_min_age_days: f64,
-    /// ... when weaker than this ...
-    pub summary_max_strength: f32,
-    /// ... and less salient than this ...
-    pub summary_max_salience: f32,
-    /// ... in clusters (namespace, session or domain, week) of at least this many.
-    pub summary_min_cluster: usize,
-    pub summary_max_cluster: usize,
-    /// Old LanceDB versions are pruned after this many hours.
-    pub version_retention_hours: u64,
-}
-
-impl Default for ConsolidateConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            idle_after_secs: 120,
-            max_other_cpu_pct: 25.0,
-            max_ram_pct: 90.0,
-            run_on_battery: false,
-            check_interval_secs: 5,
-            min_interval_secs: 3600,
-            schedule: None,
-            batch_rows: 512,
-            throttle_ms: 5,
-            half_life_days: 30.0,
-            fade_below: 0.1,
-            dedup_threshold: 0.95,
-            dedup_event_window_hours: 24.0,
-            summary_min_age_days: 30.0,
-            summary_max_strength: 0.3,
-            summary_max_salience: 5.0,
-            summary_min_cluster: 3,
-            summary_max_cluster: 40,
-            version_retention_hours: 24,
-        }
-    }
-}
-
-impl ConsolidateConfig {
-    pub fn validate(&self) -> Result<(), String> {
-        if self.batch_rows == 0 || self.check_interval_secs == 0 {
-            return Err("consolidate.batch_rows and check_interval_secs must be at least 1".into());
-        }
-        if !(0.0..=1.0).contains(&self.dedup_threshold) || self.dedup_threshold < 0.5 {
-            return Err("consolidate.dedup_threshold must be between 0.5 and 1.0".into());
-        }
-        if self.half_life_days <= 0.0 {
-            return Err("consolidate.half_life_days must be above 0".into());
-        }
-        if self.summary_min_cluster < 2 || self.summary_max_cluster < self.summary_min_cluster {
-            return Err(
-                "consolidate.summary_min_cluster must be at least 2 and at most summary_max_cluster"
-                    .into(),
-            );
-        }
-        if let Some(s) = &self.schedule {
-            parse_schedule(s)?;
-        }
-        Ok(())
-    }
-}
-
-/// "HH:MM" -> minutes after midnight.
-fn parse_schedule(text: &str) -> Result<u32, String> {
-    let bad = || format!("consolidate.schedule `{text}` is not a time like \"03:30\"");
-    let (h, m) = text.trim().split_once(':').ok_or_else(bad)?;
-    let (h, m): (u32, u32) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
-    if h > 23 || m > 59 {
-        return Err(bad());
-    }
-    Ok(h * 60 + m)
-}
 
 /// The next instant (UTC micros) the local clock reads `minutes` after midnight.
 fn next_scheduled(minutes: u32, now: chrono::DateTime<chrono::Local>) -> i64 {
@@ -168,6 +66,19 @@ struct Shared {
     dirty: bool,
 }
 
+/// What consolidation works with: the store it rewrites, the embedder for summaries, the
+/// machine's readings (to step aside), the bus, and its own shared state.
+pub struct Consolidator {
+    pub state: Arc<Consolidation>,
+    pub store: Arc<Store>,
+    pub embed: EmbedService,
+    pub events: EventBus,
+    pub hardware: Arc<Monitor>,
+    pub shutdown: Shutdown,
+    pub llm: LlmConfig,
+    pub db_dir: PathBuf,
+}
+
 /// Consolidation's state, shared by its task and the request handlers.
 pub struct Consolidation {
     pub config: ConsolidateConfig,
@@ -193,14 +104,14 @@ impl Consolidation {
         self.shared.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn status(&self) -> StatusResult {
+    pub fn status(&self) -> ConsolidationStatus {
         let s = self.lock();
         let state = match s.current.as_ref().map(|r| r.status) {
             Some(RunStatus::Running) => "running",
             Some(RunStatus::Yielded | RunStatus::Interrupted) => "yielded",
             _ => "idle",
         };
-        StatusResult {
+        ConsolidationStatus {
             enabled: self.config.enabled,
             state: state.into(),
             idle: s.idle.clone(),
@@ -252,9 +163,9 @@ impl Consolidation {
         self.lock().dirty = true;
     }
 
-    fn set_progress(&self, engine: &Engine, run_id: &str, progress: Progress) {
+    fn set_progress(&self, ctx: &Consolidator, run_id: &str, progress: Progress) {
         self.lock().progress = Some(progress.clone());
-        let _ = engine.events.send(Event::Consolidation {
+        let _ = ctx.events.send(Event::Consolidation {
             run_id: run_id.to_string(),
             status: RunStatus::Running,
             phase: Some(progress.phase),
@@ -281,17 +192,16 @@ fn new_run(trigger: RunTrigger) -> RunRecord {
 }
 
 /// Records the run in `runs` (and, while it runs, as the status handlers show).
-async fn save(engine: &Engine, run: &mut RunRecord) -> Result<(), StoreError> {
+async fn save(ctx: &Consolidator, run: &mut RunRecord) -> Result<(), StoreError> {
     run.updated_at = format_micros(now_micros());
     if run.status == RunStatus::Running {
-        engine.consolidation.lock().current = Some(run.clone());
+        ctx.state.lock().current = Some(run.clone());
     }
     let batch = run_batch(run)?;
-    engine
-        .store
+    ctx.store
         .writer()
         .submit(WriteOp::Merge {
-            table: engine.store.runs().runs.clone(),
+            table: ctx.store.runs().runs.clone(),
             on: "id",
             batch,
         })
@@ -301,9 +211,9 @@ async fn save(engine: &Engine, run: &mut RunRecord) -> Result<(), StoreError> {
 
 /// The consolidation task: picks up an interrupted run, then checks every few seconds
 /// whether to start or resume one.
-pub async fn run(engine: Arc<Engine>) {
-    let c = &engine.consolidation;
-    if let Err(e) = recover(&engine).await {
+pub async fn run(ctx: Arc<Consolidator>) {
+    let c = &ctx.state;
+    if let Err(e) = recover(&ctx).await {
         tracing::warn!("consolidation: cannot read earlier runs: {e}");
     }
     let schedule = c
@@ -312,6 +222,7 @@ pub async fn run(engine: Arc<Engine>) {
         .as_deref()
         .and_then(|s| parse_schedule(s).ok());
     let interval = Duration::from_secs(c.config.check_interval_secs);
+    let mut changes = ctx.events.subscribe();
     loop {
         if let Some(minutes) = schedule {
             let mut s = c.lock();
@@ -320,11 +231,17 @@ pub async fn run(engine: Arc<Engine>) {
             }
         }
         tokio::select! {
-            _ = engine.stopped() => break,
+            _ = ctx.shutdown.requested() => break,
             _ = c.wake.notified() => {}
             _ = tokio::time::sleep(interval) => {}
+            event = changes.recv() => {
+                if changes_memory(&event) {
+                    c.mark_dirty();
+                }
+                continue;
+            }
         }
-        let idle = assess_now(&engine);
+        let idle = assess_now(&ctx).await;
         let trigger = {
             let mut s = c.lock();
             s.idle = idle.clone();
@@ -337,7 +254,7 @@ pub async fn run(engine: Arc<Engine>) {
                 .last_completed
                 .as_ref()
                 .and_then(|r| r.completed_at.as_deref())
-                .and_then(|t| mnemo_client::protocol::time::parse_micros(t).ok())
+                .and_then(|t| mnemo_protocol::time::parse_micros(t).ok())
                 .map(|t| now.saturating_sub(t) / 1_000_000)
                 .unwrap_or(i64::MAX);
             let work_due = s.dirty && since_last >= c.config.min_interval_secs as i64;
@@ -356,38 +273,46 @@ pub async fn run(engine: Arc<Engine>) {
             }
         };
         if let Some(trigger) = trigger {
-            drive(&engine, trigger).await;
+            drive(&ctx, trigger).await;
         }
     }
 }
 
-/// Logical CPUs, for turning mnemod's own CPU (percent of a core) into a share of the machine.
-fn cpu_threads(engine: &Engine) -> usize {
-    engine
-        .hardware
-        .profile()
-        .map(|p| p.cpu_threads)
-        .unwrap_or(1)
+/// Whether a bus event means memory changed (a missed event might have).
+fn changes_memory(event: &Result<Event, broadcast::error::RecvError>) -> bool {
+    matches!(
+        event,
+        Ok(Event::MemoryAdded { .. } | Event::MemoryUpdated { .. } | Event::MemoryForgotten { .. })
+            | Err(broadcast::error::RecvError::Lagged(_))
+    )
 }
 
-fn assess_now(engine: &Engine) -> IdleState {
-    let snapshot = engine.hardware.snapshot();
-    let threads = cpu_threads(engine);
+/// Logical CPUs, for turning mnemod's own CPU (percent of a core) into a share of the machine.
+fn cpu_threads(ctx: &Consolidator) -> usize {
+    ctx.hardware.profile().map(|p| p.cpu_threads).unwrap_or(1)
+}
+
+async fn assess_now(ctx: &Consolidator) -> IdleState {
+    let snapshot = ctx.hardware.snapshot();
+    let threads = cpu_threads(ctx);
     let signals = idle::Signals {
-        since_request: engine.consolidation.activity.last().map(|t| t.elapsed()),
+        since_request: ctx.state.activity.last().map(|t| t.elapsed()),
         other_cpu_pct: snapshot
             .as_ref()
             .and_then(|s| idle::other_cpu_pct(s, threads)),
         ram_pct: snapshot.as_ref().and_then(|s| s.ram_pct),
-        on_battery: idle::on_battery(),
+        // sysfs reads block; keep them off the reactor.
+        on_battery: tokio::task::spawn_blocking(idle::on_battery)
+            .await
+            .unwrap_or(None),
     };
-    idle::assess(&signals, &engine.consolidation.config)
+    idle::assess(&signals, &ctx.state.config)
 }
 
 /// At start: a run left `running` was cut short by a crash or a kill; it resumes later.
-async fn recover(engine: &Engine) -> Result<(), StoreError> {
-    let runs = engine.store.runs().recent(20).await?;
-    let mut s = engine.consolidation.lock();
+async fn recover(ctx: &Consolidator) -> Result<(), StoreError> {
+    let runs = ctx.store.runs().recent(20).await?;
+    let mut s = ctx.state.lock();
     s.last_completed = runs
         .iter()
         .find(|r| r.status == RunStatus::Completed)
@@ -409,8 +334,8 @@ async fn recover(engine: &Engine) -> Result<(), StoreError> {
 }
 
 /// Runs (or resumes) the current run until it completes, yields, fails or mnemod stops.
-async fn drive(engine: &Arc<Engine>, trigger: RunTrigger) {
-    let c = &engine.consolidation;
+async fn drive(ctx: &Arc<Consolidator>, trigger: RunTrigger) {
+    let c = &ctx.state;
     let mut run = {
         let mut s = c.lock();
         let mut run = match s.current.take() {
@@ -427,7 +352,7 @@ async fn drive(engine: &Arc<Engine>, trigger: RunTrigger) {
     };
     let yields = run.trigger != RunTrigger::Manual;
     tracing::info!(run = %run.id, trigger = ?run.trigger, "consolidation run starts");
-    let mut pace = Pace::new(engine, &run.id, yields);
+    let mut pace = Pace::new(ctx, &run.id, yields);
     let outcome = phases(&mut pace, &mut run).await;
     match outcome {
         Ok(()) => {
@@ -452,7 +377,7 @@ async fn drive(engine: &Arc<Engine>, trigger: RunTrigger) {
             run.error = Some(e);
         }
     }
-    if let Err(e) = save(engine, &mut run).await {
+    if let Err(e) = save(ctx, &mut run).await {
         tracing::warn!("cannot record consolidation run {}: {e}", run.id);
     }
     let phase = run
@@ -460,7 +385,7 @@ async fn drive(engine: &Arc<Engine>, trigger: RunTrigger) {
         .iter()
         .find(|p| p.state != PhaseState::Done)
         .map(|p| p.phase);
-    let _ = engine.events.send(Event::Consolidation {
+    let _ = ctx.events.send(Event::Consolidation {
         run_id: run.id.clone(),
         status: run.status,
         phase,
@@ -480,7 +405,7 @@ async fn drive(engine: &Arc<Engine>, trigger: RunTrigger) {
 }
 
 async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
-    let engine = pace.engine().clone();
+    let ctx = pace.ctx().clone();
     for i in 0..run.phases.len() {
         if run.phases[i].state == PhaseState::Done {
             continue;
@@ -490,7 +415,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
         run.phases[i]
             .started_at
             .get_or_insert_with(|| format_micros(now_micros()));
-        save(&engine, run).await?;
+        save(&ctx, run).await?;
         pace.progress(phase, 0, 0);
         let mut record = run.phases[i].clone();
         let result = match phase {
@@ -504,7 +429,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
         result?;
         run.phases[i].state = PhaseState::Done;
         run.phases[i].completed_at = Some(format_micros(now_micros()));
-        save(&engine, run).await?;
+        save(&ctx, run).await?;
     }
     Ok(())
 }
@@ -516,9 +441,9 @@ fn bump(record: &mut PhaseRecord, key: &str, n: u64) {
 
 /// Saves a phase's cursor mid-phase, so a crash resumes after the last finished unit.
 async fn save_cursor(pace: &Pace, record: &PhaseRecord) -> Result<(), Stop> {
-    let engine = pace.engine();
+    let ctx = pace.ctx();
     let mut run = {
-        let s = engine.consolidation.lock();
+        let s = ctx.state.lock();
         match s.current.clone() {
             Some(run) => run,
             None => return Ok(()),
@@ -527,7 +452,7 @@ async fn save_cursor(pace: &Pace, record: &PhaseRecord) -> Result<(), Stop> {
     if let Some(slot) = run.phases.iter_mut().find(|p| p.phase == record.phase) {
         *slot = record.clone();
     }
-    save(engine, &mut run).await?;
+    save(ctx, &mut run).await?;
     Ok(())
 }
 

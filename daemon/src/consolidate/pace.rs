@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mnemo_client::protocol::consolidate::{Phase, Progress};
+use mnemo_protocol::consolidate::{Phase, Progress};
 use tokio::sync::{broadcast, watch};
 
 use super::idle::other_cpu_pct;
-use crate::engine::Engine;
+use super::Consolidator;
 use crate::events::Event;
 
 /// Why a phase stopped before its end.
@@ -43,7 +43,7 @@ fn request_arrived(activity: &mut watch::Receiver<Option<Instant>>) -> Stop {
 }
 
 pub struct Pace {
-    engine: Arc<Engine>,
+    ctx: Arc<Consolidator>,
     /// Manual runs finish whatever the idle state; the others step aside.
     yields: bool,
     activity: watch::Receiver<Option<Instant>>,
@@ -54,22 +54,22 @@ pub struct Pace {
 }
 
 impl Pace {
-    pub fn new(engine: &Arc<Engine>, run_id: &str, yields: bool) -> Self {
-        let mut activity = engine.consolidation.activity.watch();
+    pub fn new(ctx: &Arc<Consolidator>, run_id: &str, yields: bool) -> Self {
+        let mut activity = ctx.state.activity.watch();
         activity.mark_unchanged();
         Self {
-            engine: engine.clone(),
+            ctx: ctx.clone(),
             yields,
             activity,
-            shutdown: engine.shutdown.subscribe(),
-            snapshots: engine.events.subscribe(),
-            throttle: Duration::from_millis(engine.consolidation.config.throttle_ms),
+            shutdown: ctx.shutdown.watch(),
+            snapshots: ctx.events.subscribe(),
+            throttle: Duration::from_millis(ctx.state.config.throttle_ms),
             run_id: run_id.to_string(),
         }
     }
 
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.engine
+    pub fn ctx(&self) -> &Arc<Consolidator> {
+        &self.ctx
     }
 
     fn stop_now(&mut self) -> Option<Stop> {
@@ -87,8 +87,8 @@ impl Pace {
 
     /// Resolves when the run must stop; never resolves for a manual run until shutdown.
     async fn interrupted(&mut self) -> Stop {
-        let threads = super::cpu_threads(&self.engine);
-        let limit = self.engine.consolidation.config.max_other_cpu_pct;
+        let threads = super::cpu_threads(&self.ctx);
+        let limit = self.ctx.state.config.max_other_cpu_pct;
         loop {
             tokio::select! {
                 _ = self.shutdown.wait_for(|s| *s) => return Stop::Shutdown,
@@ -143,10 +143,8 @@ impl Pace {
     }
 
     pub fn progress(&self, phase: Phase, done: u64, total: u64) {
-        self.engine.consolidation.set_progress(
-            &self.engine,
-            &self.run_id,
-            Progress { phase, done, total },
-        );
+        self.ctx
+            .state
+            .set_progress(&self.ctx, &self.run_id, Progress { phase, done, total });
     }
 }

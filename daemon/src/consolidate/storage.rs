@@ -7,7 +7,7 @@ use std::path::Path;
 
 use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction};
 use lancedb::Table;
-use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 
 use super::pace::{Pace, Stop};
 use super::{bump, save_cursor};
@@ -36,19 +36,20 @@ async fn fragments(table: &Table) -> Result<(u64, u64), lancedb::Error> {
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
-    let engine = pace.engine().clone();
-    let retention = engine.consolidation.config.version_retention_hours;
-    let db_dir = engine.config.db_dir();
-    let tables = engine.store.tables();
+    let ctx = pace.ctx().clone();
+    let retention = ctx.state.config.version_retention_hours;
+    let db_dir = ctx.db_dir.clone();
+    let tables = ctx.store.tables();
     let start: usize = record
         .cursor
         .as_deref()
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     if start == 0 {
-        record
-            .counts
-            .insert("disk_bytes_before".into(), disk_bytes(&db_dir));
+        record.counts.insert(
+            "disk_bytes_before".into(),
+            disk_bytes_off_reactor(&db_dir).await,
+        );
     }
     let lance = |e: lancedb::Error| Stop::Failed(e.to_string());
     for (i, table) in tables.iter().enumerate().skip(start) {
@@ -56,20 +57,26 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         let (frags, bytes) = fragments(table).await.map_err(lance)?;
         bump(record, "fragments_before", frags);
         bump(record, "bytes_before", bytes);
-        pace.guard(table.optimize(OptimizeAction::Compact {
-            options: CompactionOptions::default(),
-            remap_options: None,
-        }))
-        .await?
-        .map_err(lance)?;
+        // Through the writer, like every other commit, so none can race it.
+        let writer = ctx.store.writer();
+        pace.guard(writer.optimize(
+            table.clone(),
+            OptimizeAction::Compact {
+                options: CompactionOptions::default(),
+                remap_options: None,
+            },
+        ))
+        .await??;
         let pruned = pace
-            .guard(table.optimize(OptimizeAction::Prune {
-                older_than: Some(Age::hours(retention as i64)),
-                delete_unverified: Some(false),
-                error_if_tagged_old_versions: Some(false),
-            }))
-            .await?
-            .map_err(lance)?;
+            .guard(writer.optimize(
+                table.clone(),
+                OptimizeAction::Prune {
+                    older_than: Some(Age::hours(retention as i64)),
+                    delete_unverified: Some(false),
+                    error_if_tagged_old_versions: Some(false),
+                },
+            ))
+            .await??;
         if let Some(p) = pruned.prune {
             bump(record, "versions_pruned", p.old_versions);
             bump(record, "bytes_pruned", p.bytes_removed);
@@ -77,13 +84,14 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         if table.name() == crate::store::MEMORIES {
             let has_index = !table.list_indices().await.map_err(lance)?.is_empty();
             if has_index {
-                pace.guard(table.optimize(OptimizeAction::Index(Default::default())))
-                    .await?
-                    .map_err(lance)?;
+                pace.guard(writer.submit(crate::store::WriteOp::FoldIndexes))
+                    .await??;
                 bump(record, "indexes_folded", 1);
             }
-            let store = engine.store.clone();
-            let built = pace.guard(store.maintain_indexes(usize::MAX)).await??;
+            let store = ctx.store.clone();
+            let built = pace
+                .guard(store.maintain_indexes(usize::MAX, true))
+                .await??;
             bump(record, "indexes_built", built.len() as u64);
         }
         let (frags, bytes) = fragments(table).await.map_err(lance)?;
@@ -93,10 +101,19 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         save_cursor(pace, record).await?;
         pace.progress(Phase::Storage, i as u64 + 1, tables.len() as u64);
     }
-    record
-        .counts
-        .insert("disk_bytes_after".into(), disk_bytes(&db_dir));
+    record.counts.insert(
+        "disk_bytes_after".into(),
+        disk_bytes_off_reactor(&db_dir).await,
+    );
     Ok(())
+}
+
+/// [`disk_bytes`] on the blocking pool: a directory walk must not hold a reactor thread.
+async fn disk_bytes_off_reactor(dir: &Path) -> u64 {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || disk_bytes(&dir))
+        .await
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

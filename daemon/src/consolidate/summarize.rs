@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use mnemo_client::protocol::consolidate::{Phase, PhaseRecord};
-use mnemo_client::protocol::memory::MemoryKind;
-use mnemo_client::protocol::time::{format_micros, now_micros};
+use mnemo_protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::memory::MemoryKind;
+use mnemo_protocol::time::{format_micros, now_micros};
 use sha2::{Digest, Sha256};
 
 use super::bump;
@@ -175,8 +175,8 @@ fn summary_record(cluster: &[MemoryRecord], content: String, by_llm: bool) -> Me
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
-    let engine = pace.engine().clone();
-    let config = engine.consolidation.config.clone();
+    let ctx = pace.ctx().clone();
+    let config = ctx.state.config.clone();
     let old_before = now_micros() - (config.summary_min_age_days * 86_400_000_000.0) as i64;
     let predicate = format!(
         "valid_to IS NULL AND is_summary = false AND summarized_by IS NULL \
@@ -184,7 +184,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         config.summary_max_strength, config.summary_max_salience
     );
     let candidates = pace
-        .guard(engine.store.plain_rows(predicate, Some(MAX_CANDIDATES)))
+        .guard(ctx.store.plain_rows(predicate, Some(MAX_CANDIDATES)))
         .await??;
     bump(record, "candidates", candidates.len() as u64);
     let groups = clusters(
@@ -193,7 +193,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         config.summary_max_cluster,
     );
     let total = groups.len() as u64;
-    let llm = crate::llm::Llm::from_config(&engine.config.llm).map(std::sync::Arc::new);
+    let llm = crate::llm::Llm::from_config(&ctx.llm).map(std::sync::Arc::new);
     for (i, cluster) in groups.into_iter().enumerate() {
         pace.checkpoint().await?;
         let rule = extractive(&cluster);
@@ -220,14 +220,14 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         };
         let mut summary = summary_record(&cluster, content, by_llm);
         let vectors = pace
-            .guard(engine.embed.embed(vec![summary.content.clone()]))
+            .guard(ctx.embed.embed(vec![summary.content.clone()]))
             .await?
             .map_err(|e| Stop::Failed(format!("embedding a summary: {e}")))?;
         summary.vector = vectors.into_iter().next().unwrap_or_default();
-        summary.embed_model = engine.embed.embedder().model_id().to_string();
+        summary.embed_model = ctx.embed.embedder().model_id().to_string();
         let sources = summary.summarizes.clone();
         let summary_id = summary.id.clone();
-        let writer = engine.store.writer();
+        let writer = ctx.store.writer();
         writer.submit(WriteOp::Upsert(vec![summary])).await?;
         let demoted = writer
             .submit(WriteOp::Update {

@@ -169,7 +169,7 @@ mod tests {
 
     /// The model fetched by packaging/fetch-model.sh, or None with a note saying how to get it.
     pub(crate) fn test_model() -> Option<MiniLmEmbedder> {
-        let dir = mnemo_client::paths::test_model_dir();
+        let dir = mnemo_protocol::paths::test_model_dir();
         match MiniLmEmbedder::load(&dir, 256, 32) {
             Ok(m) => Some(m),
             Err(e) if std::env::var("CI").is_ok() => panic!("CI must have the model: {e}"),

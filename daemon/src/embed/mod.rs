@@ -6,11 +6,13 @@ mod fastbert;
 mod hashed;
 mod http;
 mod minilm;
+mod reembed;
 mod service;
 
 pub use hashed::HashedEmbedder;
 pub use http::HttpEmbedder;
 pub use minilm::MiniLmEmbedder;
+pub use reembed::{run as reembed, ReembedProgress};
 pub use service::EmbedService;
 
 use std::sync::Arc;

@@ -27,13 +27,7 @@ impl EmbedService {
     pub fn start(embedder: Arc<dyn Embedder>, batch_size: usize, workers: usize) -> Self {
         let (queue, jobs) = mpsc::channel(1024);
         let pending = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(dispatch(
-            embedder.clone(),
-            jobs,
-            batch_size,
-            workers,
-            pending.clone(),
-        ));
+        tokio::spawn(dispatch(embedder.clone(), jobs, batch_size, workers));
         Self {
             embedder,
             queue,
@@ -43,6 +37,14 @@ impl EmbedService {
 
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
         &self.embedder
+    }
+
+    /// The embedder's name as users see it, marked when degraded.
+    pub fn label(&self) -> String {
+        match self.embedder.degraded() {
+            Some(_) => format!("{} (degraded)", self.embedder.model_id()),
+            None => self.embedder.model_id().to_string(),
+        }
     }
 
     /// Texts waiting to be embedded.
@@ -55,7 +57,9 @@ impl EmbedService {
             return Ok(Vec::new());
         }
         let (reply, answer) = oneshot::channel();
-        self.pending.fetch_add(texts.len(), Ordering::Relaxed);
+        // Counted until the texts are answered, whichever way: embedded, failed, or the
+        // batch's worker gone (a panic drops the reply, and this guard with the caller).
+        let _pending = Pending::add(&self.pending, texts.len());
         self.queue
             .send(Job { texts, reply })
             .await
@@ -68,12 +72,30 @@ impl EmbedService {
     }
 }
 
+/// Texts counted as pending while this lives.
+struct Pending<'a> {
+    count: &'a AtomicUsize,
+    n: usize,
+}
+
+impl<'a> Pending<'a> {
+    fn add(count: &'a AtomicUsize, n: usize) -> Self {
+        count.fetch_add(n, Ordering::Relaxed);
+        Self { count, n }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(self.n, Ordering::Relaxed);
+    }
+}
+
 async fn dispatch(
     embedder: Arc<dyn Embedder>,
     mut jobs: mpsc::Receiver<Job>,
     batch_size: usize,
     workers: usize,
-    pending: Arc<AtomicUsize>,
 ) {
     let slots = Arc::new(Semaphore::new(workers));
     while let Some(first) = jobs.recv().await {
@@ -93,14 +115,12 @@ async fn dispatch(
             }
         }
         let embedder = embedder.clone();
-        let pending = pending.clone();
         tokio::task::spawn_blocking(move || {
             let texts: Vec<&str> = batch
                 .iter()
                 .flat_map(|j| j.texts.iter().map(String::as_str))
                 .collect();
             let result = embedder.embed(&texts);
-            pending.fetch_sub(texts.len(), Ordering::Relaxed);
             drop(permit);
             match result {
                 Ok(mut vectors) => {
@@ -138,6 +158,34 @@ mod tests {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             assert_eq!(vectors, embedder.embed(&refs).unwrap());
         }
+        assert_eq!(service.pending(), 0);
+    }
+
+    /// Panics on every text: a worker that dies must not leave texts counted as pending.
+    struct Exploding;
+    impl Embedder for Exploding {
+        fn model_id(&self) -> &str {
+            "exploding"
+        }
+        fn dim(&self) -> usize {
+            4
+        }
+        fn embed(&self, _: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            panic!("the model fell over")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_leaves_nothing_pending() {
+        let service = EmbedService::start(Arc::new(Exploding), 8, 1);
+        let err = service
+            .embed(vec!["a".into(), "b".into()])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, EmbedError::Stopped), "{err}");
+        assert_eq!(service.pending(), 0);
+        // The pool is not wedged: the next caller gets an answer too.
+        assert!(service.embed(vec!["c".into()]).await.is_err());
         assert_eq!(service.pending(), 0);
     }
 }

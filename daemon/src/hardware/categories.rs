@@ -1,18 +1,7 @@
 //! Process categories by name rules. Users extend them in the config
 //! (`[[hardware.process_rules]] category = "ide" names = ["helix"]`); their rules win.
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProcessRule {
-    /// inference, ide, browser, system or user_app (or a category of your own).
-    pub category: String,
-    /// Lower-case substrings matched against the process name and its command line's first word.
-    pub names: Vec<String>,
-}
-
-pub const CATEGORIES: [&str; 5] = ["inference", "ide", "browser", "system", "user_app"];
+use crate::config::ProcessRule;
 
 fn rule(category: &str, names: &[&str]) -> ProcessRule {
     ProcessRule {

@@ -1,6 +1,6 @@
 //! Pure derivations from readings: the profile's constraints and the adaptive budget.
 
-use mnemo_client::protocol::system::{Budget, Capabilities, Constraints, GpuInfo};
+use mnemo_protocol::system::{Budget, Capabilities, Constraints, GpuInfo};
 
 const GB: f64 = 1024.0 * 1024.0 * 1024.0;
 

@@ -1,8 +1,8 @@
 //! Averaging snapshots into fixed steps: used to keep 1-minute aggregates after 24 h and to
 //! answer `system.history` at the step a client asks for.
 
-use mnemo_client::protocol::system::{GpuReading, Snapshot};
-use mnemo_client::protocol::time::{format_micros, parse_micros};
+use mnemo_protocol::system::{GpuReading, Snapshot};
+use mnemo_protocol::time::{format_micros, parse_micros};
 
 fn mean_f32(values: impl Iterator<Item = Option<f32>>) -> Option<f32> {
     let (sum, n) = values

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mnemo_client::protocol::system::InferenceServer;
+use mnemo_protocol::system::InferenceServer;
 use serde_json::Value;
 
 use super::probe::ProcessReading;

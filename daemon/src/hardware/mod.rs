@@ -13,49 +13,15 @@ mod sampler;
 use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 
-use mnemo_client::protocol::system::{
+use mnemo_protocol::system::{
     Budget, Capabilities, InferenceServer, ProcessEntry, Snapshot, SystemProfile,
 };
-use mnemo_client::protocol::time::{format_micros, now_micros};
-use serde::{Deserialize, Serialize};
+use mnemo_protocol::time::{format_micros, now_micros};
 
-pub use sampler::run;
+pub use sampler::Sampler;
 
-use categories::ProcessRule;
+use crate::config::HardwareConfig;
 use probe::{GpuProbe, HostProbe};
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HardwareConfig {
-    /// Seconds between snapshots.
-    pub snapshot_interval_secs: u64,
-    /// Seconds between process inventories (and local inference server probes).
-    pub process_interval_secs: u64,
-    /// Snapshots are written in batches of this many (one commit each).
-    pub flush_every: usize,
-    /// Full-resolution snapshots are kept this long, then averaged into minutes.
-    pub raw_retention_hours: u64,
-    /// Minute aggregates are kept this long.
-    pub minute_retention_days: u64,
-    /// Ask local inference servers for their models.
-    pub probe_inference: bool,
-    /// Extra process categories, checked before the built-in ones.
-    pub process_rules: Vec<ProcessRule>,
-}
-
-impl Default for HardwareConfig {
-    fn default() -> Self {
-        Self {
-            snapshot_interval_secs: 5,
-            process_interval_secs: 60,
-            flush_every: 12,
-            raw_retention_hours: 24,
-            minute_retention_days: 30,
-            probe_inference: true,
-            process_rules: Vec::new(),
-        }
-    }
-}
 
 /// Counts from the rest of the daemon that a snapshot records.
 #[derive(Debug, Clone, Copy, Default)]
@@ -76,8 +42,6 @@ struct Latest {
     first_seen: HashMap<String, String>,
     /// Snapshots not yet written.
     unflushed: Vec<Snapshot>,
-    /// Current memories, counted with each inventory (a scan, so not every snapshot).
-    memory_count: Option<u64>,
 }
 
 pub struct Monitor {
@@ -242,12 +206,13 @@ impl Monitor {
         self.latest.write().expect("latest").profile = Some(profile);
     }
 
-    fn memory_count(&self) -> Option<u64> {
-        self.latest.read().expect("latest").memory_count
-    }
-
-    fn set_memory_count(&self, count: Option<u64>) {
-        self.latest.write().expect("latest").memory_count = count;
+    /// First sightings of process lives stored before a restart, so a process that
+    /// outlives mnemod keeps when it was first seen.
+    fn remember_first_seen(&self, seen: HashMap<String, String>) {
+        let mut latest = self.latest.write().expect("latest");
+        for (key, first) in seen {
+            latest.first_seen.entry(key).or_insert(first);
+        }
     }
 
     pub fn snapshot(&self) -> Option<Snapshot> {
@@ -295,7 +260,7 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mnemo_client::protocol::system::{GpuInfo, GpuReading};
+    use mnemo_protocol::system::{GpuInfo, GpuReading};
     use probe::{HostReading, ProcessReading};
 
     struct FakeHost {

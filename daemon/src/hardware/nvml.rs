@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 
-use mnemo_client::protocol::system::{GpuInfo, GpuReading};
+use mnemo_protocol::system::{GpuInfo, GpuReading};
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::Nvml;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mnemo_client::protocol::system::{GpuInfo, SystemProfile};
+use mnemo_protocol::system::{GpuInfo, SystemProfile};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind};
 
 /// One reading of the host.
@@ -43,7 +43,7 @@ pub trait HostProbe: Send {
 pub trait GpuProbe: Send + Sync {
     fn status(&self) -> String;
     fn info(&self) -> (Vec<GpuInfo>, Option<String>, Option<String>);
-    fn sample(&self) -> Vec<mnemo_client::protocol::system::GpuReading>;
+    fn sample(&self) -> Vec<mnemo_protocol::system::GpuReading>;
     /// GPU memory by pid, where the driver reports it.
     fn process_memory(&self) -> std::collections::HashMap<u32, u64>;
 }

@@ -4,15 +4,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mnemo_client::protocol::system::Snapshot;
-use mnemo_client::protocol::time::now_micros;
+use mnemo_protocol::system::Snapshot;
+use mnemo_protocol::time::now_micros;
 
 use super::downsample::downsample;
-use super::DaemonCounts;
-use crate::engine::Engine;
-use crate::events::Event;
+use super::{DaemonCounts, Monitor};
+use crate::embed::EmbedService;
+use crate::events::{Event, EventBus};
+use crate::shutdown::Shutdown;
 use crate::store::system::{processes_batch, profile_batch, snapshots_batch, MINUTE, RAW};
-use crate::store::WriteOp;
+use crate::store::{Store, StoreError, WriteOp};
 
 const HOUR_US: i64 = 3_600_000_000;
 /// How often the profile is checked for changes and old snapshots downsampled.
@@ -22,12 +23,37 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.ok()
 }
 
+/// The hardware component's handles: what it samples into, and the queues a snapshot reports.
+#[derive(Clone)]
+pub struct Sampler {
+    pub monitor: Arc<Monitor>,
+    pub store: Arc<Store>,
+    pub embed: EmbedService,
+    pub events: EventBus,
+    pub shutdown: Shutdown,
+}
+
 /// Runs until shutdown, then writes the snapshots still in memory. The inventory (with its
 /// network probes) runs on a task of its own so it never delays a snapshot.
-pub async fn run(engine: Arc<Engine>) {
-    let monitor = engine.hardware.clone();
+impl Sampler {
+    pub async fn run(self) {
+        run(self).await
+    }
+}
+
+async fn run(engine: Sampler) {
+    let monitor = engine.monitor.clone();
     let config = monitor.config.clone();
     check_profile(&engine).await;
+    match engine
+        .store
+        .system()
+        .process_first_seen(now_micros() - process_retention_us(&engine))
+        .await
+    {
+        Ok(seen) => monitor.remember_first_seen(seen),
+        Err(e) => tracing::debug!("reading the stored process inventory failed: {e}"),
+    }
     let inventory = tokio::spawn(inventory_loop(engine.clone()));
     let mut snapshots =
         tokio::time::interval(Duration::from_secs(config.snapshot_interval_secs.max(1)));
@@ -37,13 +63,12 @@ pub async fn run(engine: Arc<Engine>) {
     }
     loop {
         tokio::select! {
-            _ = engine.stopped() => break,
+            _ = engine.shutdown.requested() => break,
             _ = snapshots.tick() => {
-                let q = engine.queues();
                 let counts = DaemonCounts {
-                    memory_count: monitor.memory_count(),
+                    memory_count: Some(engine.store.memory_counts().total),
                     active_sessions: None,
-                    pending_work: Some((q.pending_writes + q.pending_embeds) as u64),
+                    pending_work: Some((engine.store.writer().pending() + engine.embed.pending()) as u64),
                 };
                 let m = monitor.clone();
                 let Some(snapshot) = blocking(move || m.take_snapshot(counts)).await else { continue };
@@ -56,6 +81,9 @@ pub async fn run(engine: Arc<Engine>) {
                 if let Err(e) = fold_old_snapshots(&engine).await {
                     tracing::warn!("downsampling snapshots failed: {e}");
                 }
+                if let Err(e) = prune_processes(&engine, now_micros()).await {
+                    tracing::warn!("pruning the process inventory failed: {e}");
+                }
             }
         }
     }
@@ -63,22 +91,32 @@ pub async fn run(engine: Arc<Engine>) {
     write_snapshots(&engine, monitor.take_unflushed()).await;
 }
 
-/// Every process interval: count memories, take the inventory, probe inference servers.
-async fn inventory_loop(engine: Arc<Engine>) {
+fn process_retention_us(engine: &Sampler) -> i64 {
+    engine.monitor.config.process_retention_days as i64 * 24 * HOUR_US
+}
+
+/// Process lives not seen for the retention are forgotten.
+async fn prune_processes(engine: &Sampler, now: i64) -> Result<u64, StoreError> {
+    let cutoff = now - process_retention_us(engine);
+    engine
+        .store
+        .writer()
+        .submit(WriteOp::DeleteWhere {
+            table: engine.store.system().processes.clone(),
+            predicate: format!("last_seen < {cutoff}"),
+        })
+        .await
+}
+
+/// Every process interval: take the inventory, probe inference servers.
+async fn inventory_loop(engine: Sampler) {
     let mut tick = tokio::time::interval(Duration::from_secs(
-        engine.hardware.config.process_interval_secs.max(1),
+        engine.monitor.config.process_interval_secs.max(1),
     ));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let count = engine
-            .store
-            .count(Some("valid_to IS NULL".into()))
-            .await
-            .ok()
-            .map(|n| n as u64);
-        engine.hardware.set_memory_count(count);
-        let m = engine.hardware.clone();
+        let m = engine.monitor.clone();
         let Some(entries) = blocking(move || m.take_inventory()).await else {
             continue;
         };
@@ -100,7 +138,7 @@ async fn inventory_loop(engine: Arc<Engine>) {
     }
 }
 
-async fn write_snapshots(engine: &Engine, rows: Vec<Snapshot>) {
+async fn write_snapshots(engine: &Sampler, rows: Vec<Snapshot>) {
     if rows.is_empty() {
         return;
     }
@@ -121,12 +159,12 @@ async fn write_snapshots(engine: &Engine, rows: Vec<Snapshot>) {
 }
 
 /// Detects the profile, and stores it when it differs from the last one stored.
-async fn check_profile(engine: &Arc<Engine>) {
-    let m = engine.hardware.clone();
+async fn check_profile(engine: &Sampler) {
+    let m = engine.monitor.clone();
     let Some(profile) = blocking(move || m.detect_profile()).await else {
         return;
     };
-    let known = match engine.hardware.profile() {
+    let known = match engine.monitor.profile() {
         Some(p) => Some(p),
         None => engine.store.system().latest_profile().await.unwrap_or(None),
     };
@@ -144,15 +182,15 @@ async fn check_profile(engine: &Arc<Engine>) {
             }
         }
     }
-    if engine.hardware.profile().is_none() {
+    if engine.monitor.profile().is_none() {
         tracing::info!("GPU: {}", profile.gpu_status);
     }
-    engine.hardware.set_profile(profile);
+    engine.monitor.set_profile(profile);
 }
 
 /// Raw snapshots past the retention become minute averages; minute rows past theirs go.
-async fn fold_old_snapshots(engine: &Engine) -> Result<(), crate::store::StoreError> {
-    let config = &engine.hardware.config;
+async fn fold_old_snapshots(engine: &Sampler) -> Result<(), StoreError> {
+    let config = &engine.monitor.config;
     let tables = engine.store.system();
     let raw_cutoff = now_micros() - config.raw_retention_hours as i64 * HOUR_US;
     // Fold whole minutes only, so a minute is never split between two rows.

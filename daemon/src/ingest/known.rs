@@ -7,13 +7,10 @@
 //! left behind by a forget or a merge is only ever a wasted lookup, never a wrong answer.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use mnemo_client::protocol::RpcError;
-
-use super::{store_error, Known};
-use crate::engine::Engine;
-use crate::store::filter::id_list;
+use super::Known;
+use crate::store::filter::{id_list, CURRENT};
 use crate::store::{MemoryRecord, Store, StoreError};
 
 type Key = (String, String, Option<String>, Option<i64>);
@@ -42,7 +39,7 @@ impl KnownContent {
     pub async fn load(&self, store: &Store) -> Result<usize, StoreError> {
         let rows = store
             .columns_of(
-                "valid_to IS NULL".into(),
+                CURRENT.into(),
                 &[
                     "id",
                     "namespace",
@@ -69,51 +66,50 @@ impl KnownContent {
             ids.remove(&key(r));
         }
     }
-}
 
-/// Splits `records` into the new ones and, per item, what `add` answers.
-pub(crate) async fn skip_known(
-    engine: &Arc<Engine>,
-    records: Vec<MemoryRecord>,
-) -> Result<(Vec<MemoryRecord>, Vec<Known>), RpcError> {
-    let candidates: Vec<String> = {
-        let ids = engine.known.lock();
-        records
-            .iter()
-            .filter_map(|r| ids.get(&key(r)).cloned())
-            .collect()
-    };
-    let mut stored: HashMap<Key, MemoryRecord> = HashMap::new();
-    if !candidates.is_empty() {
-        let rows = engine
-            .store
-            .plain_rows(
-                format!("{} AND valid_to IS NULL", id_list("id", &candidates)),
-                None,
-            )
-            .await
-            .map_err(store_error)?;
-        stored = rows.into_iter().map(|r| (key(&r), r)).collect();
-    }
-    let mut fresh: Vec<MemoryRecord> = Vec::new();
-    let mut answer = Vec::new();
-    let mut repeated = Vec::new();
-    let mut in_batch: HashMap<Key, usize> = HashMap::new();
-    for r in records {
-        let k = key(&r);
-        if let Some(existing) = stored.get(&k) {
-            repeated.push(existing.id.clone());
-            answer.push(Known::Existing(Box::new(existing.clone())));
-        } else if let Some(&i) = in_batch.get(&k) {
-            answer.push(Known::Existing(Box::new(fresh[i].clone())));
-        } else {
-            in_batch.insert(k, fresh.len());
-            fresh.push(r);
-            answer.push(Known::New);
+    /// Splits `records` into the new ones and, per item, what `add` answers, with the ids
+    /// of stored memories said again (each counts as an access).
+    pub(super) async fn skip_known(
+        &self,
+        store: &Store,
+        records: Vec<MemoryRecord>,
+    ) -> Result<(Vec<MemoryRecord>, Vec<Known>, Vec<String>), StoreError> {
+        let candidates: Vec<String> = {
+            let ids = self.lock();
+            records
+                .iter()
+                .filter_map(|r| ids.get(&key(r)).cloned())
+                .collect()
+        };
+        let mut stored: HashMap<Key, MemoryRecord> = HashMap::new();
+        if !candidates.is_empty() {
+            let rows = store
+                .plain_rows(
+                    format!("{} AND {CURRENT}", id_list("id", &candidates)),
+                    None,
+                )
+                .await?;
+            stored = rows.into_iter().map(|r| (key(&r), r)).collect();
         }
+        let mut fresh: Vec<MemoryRecord> = Vec::new();
+        let mut answer = Vec::new();
+        let mut repeated = Vec::new();
+        let mut in_batch: HashMap<Key, usize> = HashMap::new();
+        for r in records {
+            let k = key(&r);
+            if let Some(existing) = stored.get(&k) {
+                repeated.push(existing.id.clone());
+                answer.push(Known::Existing(Box::new(existing.clone())));
+            } else if let Some(&i) = in_batch.get(&k) {
+                answer.push(Known::Existing(Box::new(fresh[i].clone())));
+            } else {
+                in_batch.insert(k, fresh.len());
+                fresh.push(r);
+                answer.push(Known::New);
+            }
+        }
+        Ok((fresh, answer, repeated))
     }
-    crate::recall::record_access(engine, repeated);
-    Ok((fresh, answer))
 }
 
 #[cfg(test)]

@@ -2,36 +2,40 @@
 //! publish. Updates are bi-temporal (the old version is closed, never overwritten) and
 //! forgetting deletes every version for real.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use mnemo_client::protocol::memory::{
+use mnemo_protocol::memory::{
     AddParams, ForgetParams, UpdateParams, DEFAULT_NAMESPACE, MAX_BATCH_ITEMS, MAX_CONTENT_BYTES,
 };
-use mnemo_client::protocol::time::{now_micros, parse_micros};
-use mnemo_client::protocol::RpcError;
+use mnemo_protocol::time::{now_micros, parse_micros};
 
-use crate::engine::Engine;
-use crate::events::Event;
+use crate::access::AccessRecorder;
+use crate::embed::EmbedService;
+use crate::error::{Error, Result};
+use crate::events::{Event, EventBus};
 use crate::store::filter::{id_list, predicate_all_versions};
-use crate::store::{MemoryRecord, StoreError, WriteOp};
+use crate::store::schema::content_hash;
+use crate::store::{MemoryRecord, Store, StoreError, WriteOp};
 use crate::understand;
 
 mod known;
-pub use crate::store::schema::content_hash;
-pub use known::KnownContent;
+use known::KnownContent;
 
-pub fn store_error(e: StoreError) -> RpcError {
-    match e {
-        StoreError::Closed => RpcError::shutting_down(),
-        other => RpcError::storage(format!("{other}; see mnemod's log for details")),
-    }
+/// The write pipeline and what it needs: the store, the embedder, the bus it announces
+/// changes on, and the access recorder its duplicate check reports to.
+pub struct Ingest {
+    store: Arc<Store>,
+    embed: EmbedService,
+    events: EventBus,
+    access: AccessRecorder,
+    /// What is stored, for the duplicate check at add.
+    known: KnownContent,
+    /// Memories added since start.
+    added: AtomicU64,
 }
 
-pub fn embed_error(e: crate::embed::EmbedError) -> RpcError {
-    RpcError::embedder_unavailable(e.to_string())
-}
-
-fn validate_content(content: &str) -> Result<(), String> {
+fn validate_content(content: &str) -> std::result::Result<(), String> {
     if content.trim().is_empty() {
         return Err("content is empty; a memory needs some text".into());
     }
@@ -44,14 +48,14 @@ fn validate_content(content: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn validate_salience(salience: Option<f32>) -> Result<(), String> {
+fn validate_salience(salience: Option<f32>) -> std::result::Result<(), String> {
     match salience {
         Some(s) if !(0.0..=10.0).contains(&s) => Err(format!("salience {s} is outside 0–10")),
         _ => Ok(()),
     }
 }
 
-fn validate_metadata(metadata: &Option<serde_json::Value>) -> Result<String, String> {
+fn validate_metadata(metadata: &Option<serde_json::Value>) -> std::result::Result<String, String> {
     match metadata {
         None | Some(serde_json::Value::Null) => Ok("{}".into()),
         Some(v @ serde_json::Value::Object(_)) => Ok(v.to_string()),
@@ -60,7 +64,7 @@ fn validate_metadata(metadata: &Option<serde_json::Value>) -> Result<String, Str
 }
 
 /// A new row from validated params; the vector comes later.
-fn new_record(p: AddParams, now: i64) -> Result<MemoryRecord, String> {
+fn new_record(p: AddParams, now: i64) -> std::result::Result<MemoryRecord, String> {
     validate_content(&p.content)?;
     validate_salience(p.salience)?;
     let metadata = validate_metadata(&p.metadata)?;
@@ -88,98 +92,310 @@ fn new_record(p: AddParams, now: i64) -> Result<MemoryRecord, String> {
     Ok(record)
 }
 
-async fn embed_into(engine: &Engine, records: &mut [MemoryRecord]) -> Result<(), RpcError> {
-    let texts = records.iter().map(|r| r.content.clone()).collect();
-    let vectors = engine.embed.embed(texts).await.map_err(embed_error)?;
-    let model = engine.embed.embedder().model_id().to_string();
-    for (record, vector) in records.iter_mut().zip(vectors) {
-        record.vector = vector;
-        record.embed_model = model.clone();
-    }
-    Ok(())
-}
-
-/// Adds memories all-or-nothing: one bad item refuses the whole batch before anything is
-/// written, and the rest commit together.
-pub async fn add(
-    engine: &Arc<Engine>,
-    items: Vec<AddParams>,
-    batch: bool,
-) -> Result<Vec<MemoryRecord>, RpcError> {
-    if batch && items.is_empty() {
-        return Err(RpcError::invalid_params(
-            "items is empty; send at least one memory",
-        ));
-    }
-    if items.len() > MAX_BATCH_ITEMS {
-        return Err(RpcError::invalid_params(format!(
-            "{} items; the limit is {MAX_BATCH_ITEMS} per batch",
-            items.len()
-        )));
-    }
-    let now = now_micros();
-    let mut records = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let record = new_record(item, now).map_err(|e| {
-            RpcError::invalid_params(if batch {
-                format!("items[{i}]: {e}; nothing was added")
-            } else {
-                e
-            })
-        })?;
-        records.push(record);
-    }
-    let (fresh, answer) = known::skip_known(engine, records).await?;
-    if !fresh.is_empty() {
-        let mut fresh = fresh;
-        embed_into(engine, &mut fresh).await?;
-        engine
-            .store
-            .writer()
-            .submit(WriteOp::Insert(fresh.clone()))
-            .await
-            .map_err(store_error)?;
-        engine.consolidation.mark_dirty();
-        for r in &fresh {
-            engine.known.insert(r);
-        }
-        engine
-            .added
-            .fetch_add(fresh.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        publish_added(engine, &fresh);
-        let mut fresh = fresh.into_iter();
-        return Ok(answer
-            .into_iter()
-            .map(|a| match a {
-                Known::Existing(r) => *r,
-                Known::New => fresh.next().expect("one new record per New"),
-            })
-            .collect());
-    }
-    Ok(answer
-        .into_iter()
-        .filter_map(|a| match a {
-            Known::Existing(r) => Some(*r),
-            Known::New => None,
+impl Ingest {
+    /// Loads what is stored for the duplicate check (a few columns, one pass).
+    pub async fn start(
+        store: Arc<Store>,
+        embed: EmbedService,
+        events: EventBus,
+        access: AccessRecorder,
+    ) -> std::result::Result<Self, StoreError> {
+        let known = KnownContent::default();
+        let count = known.load(&store).await?;
+        tracing::debug!("{count} current memories");
+        Ok(Self {
+            store,
+            embed,
+            events,
+            access,
+            known,
+            added: AtomicU64::new(0),
         })
-        .collect())
+    }
+
+    /// Memories added since start.
+    pub fn added(&self) -> u64 {
+        self.added.load(Ordering::Relaxed)
+    }
+
+    async fn embed_into(&self, records: &mut [MemoryRecord]) -> Result<()> {
+        let texts = records.iter().map(|r| r.content.clone()).collect();
+        let vectors = self.embed.embed(texts).await?;
+        let model = self.embed.embedder().model_id().to_string();
+        for (record, vector) in records.iter_mut().zip(vectors) {
+            record.vector = vector;
+            record.embed_model = model.clone();
+        }
+        Ok(())
+    }
+
+    /// Adds memories all-or-nothing: one bad item refuses the whole batch before anything is
+    /// written, and the rest commit together.
+    pub async fn add(&self, items: Vec<AddParams>, batch: bool) -> Result<Vec<MemoryRecord>> {
+        if batch && items.is_empty() {
+            return Err(Error::invalid("items is empty; send at least one memory"));
+        }
+        if items.len() > MAX_BATCH_ITEMS {
+            return Err(Error::invalid(format!(
+                "{} items; the limit is {MAX_BATCH_ITEMS} per batch",
+                items.len()
+            )));
+        }
+        let now = now_micros();
+        let mut records = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let record = new_record(item, now).map_err(|e| {
+                Error::invalid(if batch {
+                    format!("items[{i}]: {e}; nothing was added")
+                } else {
+                    e
+                })
+            })?;
+            records.push(record);
+        }
+        let (fresh, answer, repeated) = self.known.skip_known(&self.store, records).await?;
+        self.access.record(repeated);
+        if !fresh.is_empty() {
+            let mut fresh = fresh;
+            self.embed_into(&mut fresh).await?;
+            self.store
+                .writer()
+                .submit(WriteOp::Insert(fresh.clone()))
+                .await?;
+            for r in &fresh {
+                self.known.insert(r);
+            }
+            self.added.fetch_add(fresh.len() as u64, Ordering::Relaxed);
+            self.publish_added(&fresh);
+            let mut fresh = fresh.into_iter();
+            return Ok(answer
+                .into_iter()
+                .map(|a| match a {
+                    Known::Existing(r) => *r,
+                    Known::New => fresh.next().expect("one new record per New"),
+                })
+                .collect());
+        }
+        Ok(answer
+            .into_iter()
+            .filter_map(|a| match a {
+                Known::Existing(r) => Some(*r),
+                Known::New => None,
+            })
+            .collect())
+    }
+
+    fn publish_added(&self, records: &[MemoryRecord]) {
+        for r in records {
+            let _ = self.events.send(Event::MemoryAdded {
+                id: r.id.clone(),
+                namespace: r.namespace.clone(),
+                kind: r.kind.to_string(),
+                preview: preview(&r.content),
+            });
+        }
+    }
+
+    pub async fn update(&self, p: UpdateParams) -> Result<MemoryRecord> {
+        if let Some(c) = &p.content {
+            validate_content(c).map_err(Error::Invalid)?;
+        }
+        validate_salience(p.salience).map_err(Error::Invalid)?;
+        let metadata = match &p.metadata {
+            Some(_) => Some(validate_metadata(&p.metadata).map_err(Error::Invalid)?),
+            None => None,
+        };
+        let occurred_at = p
+            .occurred_at
+            .as_deref()
+            .map(parse_micros)
+            .transpose()
+            .map_err(|e| Error::invalid(format!("occurred_at: {e}")))?;
+
+        let mut old = self
+            .store
+            .get_full(std::slice::from_ref(&p.id))
+            .await?
+            .pop()
+            .ok_or_else(|| Error::memory_not_found(&p.id))?;
+        if let Some(next) = &old.superseded_by {
+            return Err(Error::Conflict(format!(
+                "memory `{}` was already replaced by `{next}`; update the current version",
+                p.id
+            )));
+        }
+        let now = now_micros().max(old.valid_from + 1);
+        let mut new = old.clone();
+        new.id = uuid::Uuid::now_v7().to_string();
+        new.created_at = now;
+        new.valid_from = now;
+        if let Some(content) = p.content {
+            new.content_hash = content_hash(&content);
+            new.content = content;
+            if p.salience.is_none() {
+                new.salience = understand::salience(&new.content);
+            }
+        }
+        if let Some(kind) = p.kind {
+            new.kind = kind;
+        }
+        if p.domain.is_some() {
+            new.domain = p.domain;
+        }
+        if occurred_at.is_some() {
+            new.occurred_at = occurred_at;
+        }
+        if let Some(tags) = p.tags {
+            new.tags = tags;
+        }
+        if let Some(m) = metadata {
+            new.metadata = m;
+        }
+        if let Some(s) = p.salience {
+            new.salience = s;
+        }
+        if new.content != old.content {
+            self.embed_into(std::slice::from_mut(&mut new)).await?;
+        }
+        old.valid_to = Some(now);
+        old.superseded_by = Some(new.id.clone());
+        // No lock: the writer commits this only if `old` is still current, so updates of
+        // different memories run in parallel and the second of two updates of one version fails.
+        self.store
+            .writer()
+            .submit(WriteOp::Supersede {
+                old: Box::new(old.clone()),
+                new: Box::new(new.clone()),
+            })
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict(m) => Error::Conflict(m),
+                other => Error::Store(other),
+            })?;
+        self.known.remove(&old);
+        self.known.insert(&new);
+        let _ = self.events.send(Event::MemoryUpdated {
+            id: new.id.clone(),
+            replaces: old.id,
+        });
+        Ok(new)
+    }
+
+    pub async fn forget(&self, p: ForgetParams) -> Result<u64> {
+        let mut clauses = Vec::new();
+        if !p.ids.is_empty() {
+            let mut lineages = Vec::new();
+            let mut missing = Vec::new();
+            for id in &p.ids {
+                match self.store.get(id).await? {
+                    Some(r) => lineages.push(r.lineage),
+                    None => missing.push(id.as_str()),
+                }
+            }
+            if !missing.is_empty() {
+                return Err(Error::NotFound(format!(
+                    "no memory with id {}; nothing was forgotten",
+                    missing
+                        .iter()
+                        .map(|m| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            clauses.push(id_list("lineage", &lineages));
+        }
+        if let Some(filter) = &p.filter {
+            if filter.as_of.is_some() {
+                return Err(Error::invalid(
+                    "forget takes no as_of: it deletes every version",
+                ));
+            }
+            let predicate =
+                predicate_all_versions(filter).map_err(|e| Error::invalid(e.to_string()))?;
+            if predicate.is_empty() {
+                return Err(Error::invalid(
+                    "an empty filter would forget everything; name a namespace, kind, domain, session, source or time range",
+                ));
+            }
+            clauses.push(format!("({predicate})"));
+        }
+        if clauses.is_empty() {
+            return Err(Error::invalid("say what to forget: ids, a filter, or both"));
+        }
+        let deleted = self.delete_with_traces(clauses.join(" OR ")).await?;
+        // Old versions and index files still hold the text until the purge.
+        self.store.request_purge();
+        let _ = self.events.send(Event::MemoryForgotten { count: deleted });
+        Ok(deleted)
+    }
+
+    /// Deletes what `predicate` matches and every trace of it elsewhere in the store: duplicates
+    /// merged into it, summaries quoting it (their other sources are released to be summarised
+    /// again), and its pending access events.
+    async fn delete_with_traces(&self, predicate: String) -> Result<u64> {
+        let store = &self.store;
+        let columns = ["id", "summarized_by", "is_summary"];
+        let mut rows = store.columns_of(predicate.clone(), &columns).await?;
+        let mut ids: std::collections::BTreeSet<String> =
+            rows.iter().map(|r| r.id.clone()).collect();
+        let mut extra = Vec::new();
+        let mut frontier: Vec<String> = ids.iter().cloned().collect();
+        // Duplicates can have been merged into duplicates; a few levels cover any real chain.
+        for _ in 0..4 {
+            if frontier.is_empty() {
+                break;
+            }
+            let merged = store
+                .columns_of(id_list("superseded_by", &frontier), &columns)
+                .await?;
+            frontier = merged
+                .iter()
+                .filter(|r| ids.insert(r.id.clone()))
+                .map(|r| r.id.clone())
+                .collect();
+            extra.extend(frontier.iter().cloned());
+            rows.extend(merged);
+        }
+        let mut summaries: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.summarized_by.clone())
+            .filter(|s| !ids.contains(s))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        extra.extend(summaries.iter().cloned());
+        summaries.extend(rows.iter().filter(|r| r.is_summary).map(|r| r.id.clone()));
+        let mut full = predicate;
+        if !extra.is_empty() {
+            full = format!("({full}) OR {}", id_list("id", &extra));
+        }
+        let writer = store.writer();
+        let deleted = writer.submit(WriteOp::Delete(full)).await?;
+        if !summaries.is_empty() {
+            writer
+                .submit(WriteOp::Update {
+                    predicate: id_list("summarized_by", &summaries),
+                    columns: vec![("summarized_by".into(), "CAST(NULL AS STRING)".into())],
+                })
+                .await?;
+        }
+        let ids: Vec<String> = ids.into_iter().collect();
+        for chunk in ids.chunks(1000) {
+            writer
+                .submit(WriteOp::DeleteWhere {
+                    table: store.runs().access_log.clone(),
+                    predicate: id_list("memory_id", chunk),
+                })
+                .await?;
+        }
+        Ok(deleted)
+    }
 }
 
 /// What `add` answers for one item: a memory already stored, or the next new one.
-pub(crate) enum Known {
+enum Known {
     Existing(Box<MemoryRecord>),
     New,
-}
-
-fn publish_added(engine: &Engine, records: &[MemoryRecord]) {
-    for r in records {
-        let _ = engine.events.send(Event::MemoryAdded {
-            id: r.id.clone(),
-            namespace: r.namespace.clone(),
-            kind: r.kind.to_string(),
-            preview: preview(&r.content),
-        });
-    }
 }
 
 /// The first line of `content`, at most 120 characters, for live feeds.
@@ -190,213 +406,6 @@ pub fn preview(content: &str) -> String {
     } else {
         line.to_string()
     }
-}
-
-pub fn not_found(id: &str) -> RpcError {
-    RpcError::not_found(format!(
-        "no memory with id `{id}`; `mnemo list` shows the ids there are"
-    ))
-}
-
-pub async fn update(engine: &Arc<Engine>, p: UpdateParams) -> Result<MemoryRecord, RpcError> {
-    if let Some(c) = &p.content {
-        validate_content(c).map_err(RpcError::invalid_params)?;
-    }
-    validate_salience(p.salience).map_err(RpcError::invalid_params)?;
-    let metadata = match &p.metadata {
-        Some(_) => Some(validate_metadata(&p.metadata).map_err(RpcError::invalid_params)?),
-        None => None,
-    };
-    let occurred_at = p
-        .occurred_at
-        .as_deref()
-        .map(parse_micros)
-        .transpose()
-        .map_err(|e| RpcError::invalid_params(format!("occurred_at: {e}")))?;
-
-    let _one_at_a_time = engine.update_lock.lock().await;
-    let mut old = engine
-        .store
-        .get_full(std::slice::from_ref(&p.id))
-        .await
-        .map_err(store_error)?
-        .pop()
-        .ok_or_else(|| not_found(&p.id))?;
-    if let Some(next) = &old.superseded_by {
-        return Err(RpcError::conflict(format!(
-            "memory `{}` was already replaced by `{next}`; update the current version",
-            p.id
-        )));
-    }
-    let now = now_micros().max(old.valid_from + 1);
-    let mut new = old.clone();
-    new.id = uuid::Uuid::now_v7().to_string();
-    new.created_at = now;
-    new.valid_from = now;
-    if let Some(content) = p.content {
-        new.content_hash = content_hash(&content);
-        new.content = content;
-        if p.salience.is_none() {
-            new.salience = understand::salience(&new.content);
-        }
-    }
-    if let Some(kind) = p.kind {
-        new.kind = kind;
-    }
-    if p.domain.is_some() {
-        new.domain = p.domain;
-    }
-    if occurred_at.is_some() {
-        new.occurred_at = occurred_at;
-    }
-    if let Some(tags) = p.tags {
-        new.tags = tags;
-    }
-    if let Some(m) = metadata {
-        new.metadata = m;
-    }
-    if let Some(s) = p.salience {
-        new.salience = s;
-    }
-    if new.content != old.content {
-        embed_into(engine, std::slice::from_mut(&mut new)).await?;
-    }
-    old.valid_to = Some(now);
-    old.superseded_by = Some(new.id.clone());
-    engine
-        .store
-        .writer()
-        .submit(WriteOp::Upsert(vec![old.clone(), new.clone()]))
-        .await
-        .map_err(store_error)?;
-    engine.consolidation.mark_dirty();
-    engine.known.remove(&old);
-    engine.known.insert(&new);
-    let _ = engine.events.send(Event::MemoryUpdated {
-        id: new.id.clone(),
-        replaces: old.id,
-    });
-    Ok(new)
-}
-
-pub async fn forget(engine: &Arc<Engine>, p: ForgetParams) -> Result<u64, RpcError> {
-    let mut clauses = Vec::new();
-    if !p.ids.is_empty() {
-        let mut lineages = Vec::new();
-        let mut missing = Vec::new();
-        for id in &p.ids {
-            match engine.store.get(id).await.map_err(store_error)? {
-                Some(r) => lineages.push(r.lineage),
-                None => missing.push(id.as_str()),
-            }
-        }
-        if !missing.is_empty() {
-            return Err(RpcError::not_found(format!(
-                "no memory with id {}; nothing was forgotten",
-                missing
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        clauses.push(id_list("lineage", &lineages));
-    }
-    if let Some(filter) = &p.filter {
-        if filter.as_of.is_some() {
-            return Err(RpcError::invalid_params(
-                "forget takes no as_of: it deletes every version",
-            ));
-        }
-        let predicate =
-            predicate_all_versions(filter).map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        if predicate.is_empty() {
-            return Err(RpcError::invalid_params(
-                "an empty filter would forget everything; name a namespace, kind, domain, session, source or time range",
-            ));
-        }
-        clauses.push(format!("({predicate})"));
-    }
-    if clauses.is_empty() {
-        return Err(RpcError::invalid_params(
-            "say what to forget: ids, a filter, or both",
-        ));
-    }
-    let deleted = delete_with_traces(engine, clauses.join(" OR ")).await?;
-    let _ = engine
-        .events
-        .send(Event::MemoryForgotten { count: deleted });
-    Ok(deleted)
-}
-
-/// Deletes what `predicate` matches and every trace of it elsewhere in the store: duplicates
-/// merged into it, summaries quoting it (their other sources are released to be summarised
-/// again), and its pending access events.
-async fn delete_with_traces(engine: &Arc<Engine>, predicate: String) -> Result<u64, RpcError> {
-    let store = &engine.store;
-    let columns = ["id", "summarized_by", "is_summary"];
-    let mut rows = store
-        .columns_of(predicate.clone(), &columns)
-        .await
-        .map_err(store_error)?;
-    let mut ids: std::collections::BTreeSet<String> = rows.iter().map(|r| r.id.clone()).collect();
-    let mut extra = Vec::new();
-    let mut frontier: Vec<String> = ids.iter().cloned().collect();
-    // Duplicates can have been merged into duplicates; a few levels cover any real chain.
-    for _ in 0..4 {
-        if frontier.is_empty() {
-            break;
-        }
-        let merged = store
-            .columns_of(id_list("superseded_by", &frontier), &columns)
-            .await
-            .map_err(store_error)?;
-        frontier = merged
-            .iter()
-            .filter(|r| ids.insert(r.id.clone()))
-            .map(|r| r.id.clone())
-            .collect();
-        extra.extend(frontier.iter().cloned());
-        rows.extend(merged);
-    }
-    let mut summaries: Vec<String> = rows
-        .iter()
-        .filter_map(|r| r.summarized_by.clone())
-        .filter(|s| !ids.contains(s))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    extra.extend(summaries.iter().cloned());
-    summaries.extend(rows.iter().filter(|r| r.is_summary).map(|r| r.id.clone()));
-    let mut full = predicate;
-    if !extra.is_empty() {
-        full = format!("({full}) OR {}", id_list("id", &extra));
-    }
-    let writer = store.writer();
-    let deleted = writer
-        .submit(WriteOp::Delete(full))
-        .await
-        .map_err(store_error)?;
-    if !summaries.is_empty() {
-        writer
-            .submit(WriteOp::Update {
-                predicate: id_list("summarized_by", &summaries),
-                columns: vec![("summarized_by".into(), "CAST(NULL AS STRING)".into())],
-            })
-            .await
-            .map_err(store_error)?;
-    }
-    let ids: Vec<String> = ids.into_iter().collect();
-    for chunk in ids.chunks(1000) {
-        writer
-            .submit(WriteOp::DeleteWhere {
-                table: store.runs().access_log.clone(),
-                predicate: id_list("memory_id", chunk),
-            })
-            .await
-            .map_err(store_error)?;
-    }
-    Ok(deleted)
 }
 
 #[cfg(test)]

@@ -4,125 +4,125 @@
 mod rank;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo_client::protocol::memory::{SearchHit, SearchMode, SearchParams, SearchResult};
-use mnemo_client::protocol::time::now_micros;
-use mnemo_client::protocol::RpcError;
+use mnemo_protocol::memory::{SearchHit, SearchMode, SearchParams, SearchResult};
+use mnemo_protocol::time::now_micros;
 
 pub use rank::{fuse_and_rank, Candidate, RankSettings};
 
-use crate::engine::Engine;
-use crate::ingest::{embed_error, store_error};
+use crate::access::AccessRecorder;
+use crate::config::SearchConfig;
+use crate::embed::EmbedService;
+use crate::error::{Error, Result};
 use crate::store::filter::predicate;
+use crate::store::Store;
 
 pub const MAX_K: usize = 200;
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 
-/// Appends one access event per result, folded into the rows later by consolidation. It
-/// does not delay the answer; an access lost in a crash only costs a little strength.
-pub fn record_access(engine: &Arc<Engine>, ids: Vec<String>) {
-    if ids.is_empty() {
-        return;
-    }
-    let engine = engine.clone();
-    tokio::spawn(async move {
-        let batch = match crate::store::runs::access_batch(&ids, now_micros()) {
-            Ok(b) => b,
-            Err(e) => return tracing::warn!("access events: {e}"),
-        };
-        let op = crate::store::WriteOp::Append {
-            table: engine.store.runs().access_log.clone(),
-            batch,
-        };
-        if let Err(e) = engine.store.writer().submit(op).await {
-            tracing::debug!("access events not recorded: {e}");
-        }
-    });
+/// Retrieval and what it needs: the store, the embedder for queries, the ranking settings
+/// and the recorder every answered memory is reported to.
+pub struct Recall {
+    store: Arc<Store>,
+    embed: EmbedService,
+    access: AccessRecorder,
+    config: SearchConfig,
+    /// Searches answered since start.
+    searches: AtomicU64,
 }
 
-pub async fn search(engine: &Arc<Engine>, p: SearchParams) -> Result<SearchResult, RpcError> {
-    let started = Instant::now();
-    if p.query.trim().is_empty() {
-        return Err(RpcError::invalid_params(
-            "query is empty; say what to search for",
-        ));
-    }
-    if p.query.len() > MAX_QUERY_BYTES {
-        return Err(RpcError::invalid_params(format!(
-            "query is over {MAX_QUERY_BYTES} bytes"
-        )));
-    }
-    let k = p.k.unwrap_or(engine.config.search.default_k);
-    if k == 0 || k > MAX_K {
-        return Err(RpcError::invalid_params(format!(
-            "k is {k}; it must be 1–{MAX_K}"
-        )));
-    }
-    let predicate = predicate(&p.filter).map_err(|e| RpcError::invalid_params(e.to_string()))?;
-    let pool = (k * engine.config.search.candidate_factor).max(50);
-    let store = &engine.store;
-
-    let vector_hits = async {
-        if p.mode == SearchMode::Text {
-            return Ok(Vec::new());
+impl Recall {
+    pub fn new(
+        store: Arc<Store>,
+        embed: EmbedService,
+        access: AccessRecorder,
+        config: SearchConfig,
+    ) -> Self {
+        Self {
+            store,
+            embed,
+            access,
+            config,
+            searches: AtomicU64::new(0),
         }
-        let vector = engine
-            .embed
-            .embed_one(p.query.clone())
-            .await
-            .map_err(embed_error)?;
-        store
-            .vector_search(&vector, &predicate, pool)
-            .await
-            .map_err(store_error)
-    };
-    let text_hits = async {
-        if p.mode == SearchMode::Vector || !store.ensure_text_index().await.map_err(store_error)? {
-            return Ok(Vec::new());
-        }
-        store
-            .text_search(&p.query, &predicate, pool)
-            .await
-            .map_err(store_error)
-    };
-    let (vector_hits, text_hits) = tokio::try_join!(vector_hits, text_hits)?;
+    }
 
-    let mut candidates: HashMap<String, Candidate> = HashMap::new();
-    for (rank, hit) in vector_hits.into_iter().enumerate() {
-        let c = candidates
-            .entry(hit.record.id.clone())
-            .or_insert_with(|| Candidate::new(hit.record));
-        c.vector_rank = Some(rank + 1);
-        c.vector_similarity = Some(1.0 - hit.raw);
+    pub fn searches(&self) -> u64 {
+        self.searches.load(Ordering::Relaxed)
     }
-    for (rank, hit) in text_hits.into_iter().enumerate() {
-        let c = candidates
-            .entry(hit.record.id.clone())
-            .or_insert_with(|| Candidate::new(hit.record));
-        c.text_rank = Some(rank + 1);
-        c.text_score = Some(hit.raw);
-    }
-    let settings = RankSettings::from_config(&engine.config.search, p.mode);
-    let ranked = fuse_and_rank(candidates.into_values().collect(), &settings, now_micros());
-    let hits = ranked
-        .into_iter()
-        .take(k)
-        .map(|(candidate, explain)| SearchHit {
-            memory: candidate.record.to_protocol(),
-            score: explain.score,
-            explain: p.explain.then_some(explain),
+
+    pub async fn search(&self, p: SearchParams) -> Result<SearchResult> {
+        let started = Instant::now();
+        if p.query.trim().is_empty() {
+            return Err(Error::invalid("query is empty; say what to search for"));
+        }
+        if p.query.len() > MAX_QUERY_BYTES {
+            return Err(Error::invalid(format!(
+                "query is over {MAX_QUERY_BYTES} bytes"
+            )));
+        }
+        let k = p.k.unwrap_or(self.config.default_k);
+        if k == 0 || k > MAX_K {
+            return Err(Error::invalid(format!("k is {k}; it must be 1–{MAX_K}")));
+        }
+        let predicate = predicate(&p.filter).map_err(|e| Error::invalid(e.to_string()))?;
+        let pool = (k * self.config.candidate_factor).max(50);
+        let store = &self.store;
+
+        // Vectors of the configured model only (rows waiting to be re-embedded are found by
+        // their words meanwhile).
+        let vector_hits = async {
+            if p.mode == SearchMode::Text {
+                return Ok::<_, Error>(Vec::new());
+            }
+            let vector = self.embed.embed_one(p.query.clone()).await?;
+            Ok(store.vector_search(&vector, &predicate, pool).await?)
+        };
+        // The writer builds the full-text index with the first rows; a search never does.
+        let text_hits = async {
+            if p.mode == SearchMode::Vector || !store.text_index_ready() {
+                return Ok::<_, Error>(Vec::new());
+            }
+            Ok(store.text_search(&p.query, &predicate, pool).await?)
+        };
+        let (vector_hits, text_hits) = tokio::try_join!(vector_hits, text_hits)?;
+
+        let mut candidates: HashMap<String, Candidate> = HashMap::new();
+        for (rank, hit) in vector_hits.into_iter().enumerate() {
+            let c = candidates
+                .entry(hit.record.id.clone())
+                .or_insert_with(|| Candidate::new(hit.record));
+            c.vector_rank = Some(rank + 1);
+            c.vector_similarity = Some(1.0 - hit.raw);
+        }
+        for (rank, hit) in text_hits.into_iter().enumerate() {
+            let c = candidates
+                .entry(hit.record.id.clone())
+                .or_insert_with(|| Candidate::new(hit.record));
+            c.text_rank = Some(rank + 1);
+            c.text_score = Some(hit.raw);
+        }
+        let settings = RankSettings::from_config(&self.config, p.mode);
+        let ranked = fuse_and_rank(candidates.into_values().collect(), &settings, now_micros());
+        let hits = ranked
+            .into_iter()
+            .take(k)
+            .map(|(candidate, explain)| SearchHit {
+                memory: candidate.record.to_protocol(),
+                score: explain.score,
+                explain: p.explain.then_some(explain),
+            })
+            .collect::<Vec<SearchHit>>();
+        self.access.record(hits.iter().map(|h| h.memory.id.clone()));
+        self.searches.fetch_add(1, Ordering::Relaxed);
+        Ok(SearchResult {
+            hits,
+            mode: p.mode,
+            embedder: self.embed.label(),
+            took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
-        .collect::<Vec<SearchHit>>();
-    record_access(engine, hits.iter().map(|h| h.memory.id.clone()).collect());
-    engine
-        .searches
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(SearchResult {
-        hits,
-        mode: p.mode,
-        embedder: engine.embedder_label(),
-        took_ms: started.elapsed().as_secs_f64() * 1000.0,
-    })
+    }
 }

@@ -1,6 +1,6 @@
 //! Fusion and ranking, as pure functions of the candidates so they can be tested by table.
 
-use mnemo_client::protocol::memory::{ScoreExplain, ScoreWeights, SearchMode};
+use mnemo_protocol::memory::{ScoreExplain, ScoreWeights, SearchMode};
 
 use crate::config::{Fusion, SearchConfig};
 use crate::store::MemoryRecord;

@@ -2,35 +2,36 @@
 
 use std::sync::Arc;
 
-use mnemo_client::protocol::consolidate::{
-    Run, RunStarted, Runs, RunsParams, RunsResult, Status, StatusResult,
+use mnemo_protocol::consolidate::{
+    ConsolidateRun, ConsolidateRuns, ConsolidateStatus, ConsolidationStatus, RunStarted,
+    RunsParams, RunsResult,
 };
-use mnemo_client::protocol::{NoParams, RpcError};
+use mnemo_protocol::{NoParams, RpcError};
 
 use super::router::Router;
-use crate::engine::Engine;
-use crate::ingest::store_error;
+use super::state::store_error;
+use super::state::State;
 
 const MAX_RUNS: usize = 500;
 
 pub fn register(r: &mut Router) {
-    r.register::<Run, _, _>(run)
-        .register::<Status, _, _>(status)
-        .register::<Runs, _, _>(runs);
+    r.register::<ConsolidateRun, _, _>(run)
+        .register::<ConsolidateStatus, _, _>(status)
+        .register::<ConsolidateRuns, _, _>(runs);
 }
 
-async fn run(engine: Arc<Engine>, _: NoParams) -> Result<RunStarted, RpcError> {
-    if engine.is_shutting_down() {
+async fn run(engine: Arc<State>, _: NoParams) -> Result<RunStarted, RpcError> {
+    if engine.shutdown.is_requested() {
         return Err(RpcError::shutting_down());
     }
     Ok(engine.consolidation.request_run())
 }
 
-async fn status(engine: Arc<Engine>, _: NoParams) -> Result<StatusResult, RpcError> {
+async fn status(engine: Arc<State>, _: NoParams) -> Result<ConsolidationStatus, RpcError> {
     Ok(engine.consolidation.status())
 }
 
-async fn runs(engine: Arc<Engine>, p: RunsParams) -> Result<RunsResult, RpcError> {
+async fn runs(engine: Arc<State>, p: RunsParams) -> Result<RunsResult, RpcError> {
     let limit = p.limit.unwrap_or(20);
     if limit == 0 || limit > MAX_RUNS {
         return Err(RpcError::invalid_params(format!(

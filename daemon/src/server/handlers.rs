@@ -2,25 +2,25 @@
 
 use std::sync::Arc;
 
-use mnemo_client::protocol::daemon::{
+use mnemo_protocol::daemon::{
     Hello, HelloParams, HelloResult, Shutdown, ShutdownResult, Status, StatusResult,
 };
-use mnemo_client::protocol::memory::{
+use mnemo_protocol::memory::{
     Add, AddBatch, AddBatchParams, AddBatchResult, AddParams, Forget, ForgetParams, ForgetResult,
     Get, GetParams, History, HistoryParams, HistoryResult, List, ListParams, ListResult, Memory,
     Search, SearchParams, SearchResult, Update, UpdateParams,
 };
-use mnemo_client::protocol::system::{
+use mnemo_protocol::system::{
     self, Budget, ProcessesParams, ProcessesResult, Snapshot, SnapshotResult, SystemProfile,
 };
-use mnemo_client::protocol::time::{now_micros, parse_micros};
-use mnemo_client::protocol::{NoParams, RpcError, PROTOCOL_VERSION};
+use mnemo_protocol::time::{now_micros, parse_micros};
+use mnemo_protocol::{NoParams, RpcError, PROTOCOL_VERSION};
 use serde_json::Value;
 
 use super::router::Router;
-use crate::engine::Engine;
-use crate::ingest::{self, not_found, store_error};
-use crate::recall;
+use super::state::State;
+use super::state::{rpc_error, store_error};
+use crate::error::Error;
 use crate::store::filter::predicate;
 
 pub const DAEMON_NAME: &str = "mnemod";
@@ -46,7 +46,7 @@ pub fn router() -> Router {
     super::consolidate::register(&mut r);
     super::session::register(&mut r);
     let mut methods = r.methods();
-    methods.push(<Hello as mnemo_client::protocol::Method>::NAME.to_string());
+    methods.push(<Hello as mnemo_protocol::Method>::NAME.to_string());
     methods.sort();
     let methods = Arc::new(methods);
     r.register::<Hello, _, _>(move |_engine, p: HelloParams| {
@@ -75,51 +75,52 @@ fn hello(p: HelloParams, methods: &[String]) -> Result<HelloResult, RpcError> {
     })
 }
 
-async fn status(engine: Arc<Engine>, _: NoParams) -> Result<StatusResult, RpcError> {
+async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcError> {
     Ok(StatusResult {
         pid: std::process::id(),
-        uptime_secs: engine.started.elapsed().as_secs_f64(),
+        uptime_secs: engine.health.started.elapsed().as_secs_f64(),
         version: env!("CARGO_PKG_VERSION").into(),
         protocol_version: PROTOCOL_VERSION,
-        data_dir: engine.config.data_dir.display().to_string(),
-        socket: engine.config.socket.display().to_string(),
-        components: engine.components(),
+        data_dir: engine.limits.data_dir.clone(),
+        socket: engine.limits.socket.clone(),
+        components: engine.health.components(),
         queues: engine.queues(),
-        memories: engine.memory_counts().await.map_err(store_error)?,
+        memories: engine.store.memory_counts(),
         counters: engine.counters(),
+        reembed: engine.health.reembed(),
     })
 }
 
-async fn shutdown(engine: Arc<Engine>, _: NoParams) -> Result<ShutdownResult, RpcError> {
+async fn shutdown(engine: Arc<State>, _: NoParams) -> Result<ShutdownResult, RpcError> {
     tracing::info!("shutdown requested by a client");
     // Stop after this reply is on its way: requests in flight, this one included, finish.
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        engine.request_shutdown();
+        engine.shutdown.request();
     });
     Ok(ShutdownResult { stopping: true })
 }
 
-async fn add(engine: Arc<Engine>, p: AddParams) -> Result<Memory, RpcError> {
-    let mut added = ingest::add(&engine, vec![p], false).await?;
+async fn add(engine: Arc<State>, p: AddParams) -> Result<Memory, RpcError> {
+    let mut added = engine.ingest.add(vec![p], false).await.map_err(rpc_error)?;
     Ok(added.remove(0).to_protocol())
 }
 
-async fn add_batch(engine: Arc<Engine>, p: AddBatchParams) -> Result<AddBatchResult, RpcError> {
-    let added = ingest::add(&engine, p.items, true).await?;
+async fn add_batch(engine: Arc<State>, p: AddBatchParams) -> Result<AddBatchResult, RpcError> {
+    let added = engine.ingest.add(p.items, true).await.map_err(rpc_error)?;
     Ok(AddBatchResult {
         ids: added.into_iter().map(|r| r.id).collect(),
     })
 }
 
-async fn get(engine: Arc<Engine>, p: GetParams) -> Result<Memory, RpcError> {
+async fn get(engine: Arc<State>, p: GetParams) -> Result<Memory, RpcError> {
     match engine.store.get(&p.id).await.map_err(store_error)? {
         Some(r) => Ok(r.to_protocol()),
-        None => Err(not_found(&p.id)),
+        None => Err(rpc_error(Error::memory_not_found(&p.id))),
     }
 }
 
-async fn list(engine: Arc<Engine>, p: ListParams) -> Result<ListResult, RpcError> {
+async fn list(engine: Arc<State>, p: ListParams) -> Result<ListResult, RpcError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=1000).contains(&limit) {
         return Err(RpcError::invalid_params(format!(
@@ -141,21 +142,26 @@ async fn list(engine: Arc<Engine>, p: ListParams) -> Result<ListResult, RpcError
     })
 }
 
-async fn search(engine: Arc<Engine>, p: SearchParams) -> Result<SearchResult, RpcError> {
-    recall::search(&engine, p).await
+async fn search(engine: Arc<State>, p: SearchParams) -> Result<SearchResult, RpcError> {
+    engine.recall.search(p).await.map_err(rpc_error)
 }
 
-async fn update(engine: Arc<Engine>, p: UpdateParams) -> Result<Memory, RpcError> {
-    Ok(ingest::update(&engine, p).await?.to_protocol())
+async fn update(engine: Arc<State>, p: UpdateParams) -> Result<Memory, RpcError> {
+    Ok(engine
+        .ingest
+        .update(p)
+        .await
+        .map_err(rpc_error)?
+        .to_protocol())
 }
 
-async fn history(engine: Arc<Engine>, p: HistoryParams) -> Result<HistoryResult, RpcError> {
+async fn history(engine: Arc<State>, p: HistoryParams) -> Result<HistoryResult, RpcError> {
     let record = engine
         .store
         .get(&p.id)
         .await
         .map_err(store_error)?
-        .ok_or_else(|| not_found(&p.id))?;
+        .ok_or_else(|| rpc_error(Error::memory_not_found(&p.id)))?;
     let versions = engine
         .store
         .lineage(&record.lineage)
@@ -166,13 +172,13 @@ async fn history(engine: Arc<Engine>, p: HistoryParams) -> Result<HistoryResult,
     })
 }
 
-async fn forget(engine: Arc<Engine>, p: ForgetParams) -> Result<ForgetResult, RpcError> {
+async fn forget(engine: Arc<State>, p: ForgetParams) -> Result<ForgetResult, RpcError> {
     Ok(ForgetResult {
-        deleted: ingest::forget(&engine, p).await?,
+        deleted: engine.ingest.forget(p).await.map_err(rpc_error)?,
     })
 }
 
-async fn system_profile(engine: Arc<Engine>, _: NoParams) -> Result<SystemProfile, RpcError> {
+async fn system_profile(engine: Arc<State>, _: NoParams) -> Result<SystemProfile, RpcError> {
     if let Some(p) = engine.hardware.profile() {
         return Ok(p);
     }
@@ -183,7 +189,7 @@ async fn system_profile(engine: Arc<Engine>, _: NoParams) -> Result<SystemProfil
         .map_err(|e| RpcError::internal(format!("detecting the profile: {e}")))
 }
 
-async fn system_snapshot(engine: Arc<Engine>, _: NoParams) -> Result<SnapshotResult, RpcError> {
+async fn system_snapshot(engine: Arc<State>, _: NoParams) -> Result<SnapshotResult, RpcError> {
     Ok(SnapshotResult {
         snapshot: engine.hardware.snapshot(),
         gpu_status: engine.hardware.gpu_status(),
@@ -198,9 +204,9 @@ fn time_param(field: &str, value: &Option<String>, default: i64) -> Result<i64, 
 }
 
 async fn system_history(
-    engine: Arc<Engine>,
-    p: system::HistoryParams,
-) -> Result<system::HistoryResult, RpcError> {
+    engine: Arc<State>,
+    p: system::SystemHistoryParams,
+) -> Result<system::SystemHistoryResult, RpcError> {
     let now = now_micros();
     let until = time_param("until", &p.until, now + 1)?;
     let since = time_param("since", &p.since, until - 3_600_000_000)?;
@@ -229,7 +235,7 @@ async fn system_history(
         .iter()
         .map(|s| select_fields(s, p.fields.as_deref()))
         .collect::<Result<_, _>>()?;
-    Ok(system::HistoryResult { step, points })
+    Ok(system::SystemHistoryResult { step, points })
 }
 
 /// The snapshot as JSON, cut down to `fields` (plus `at`) when given.
@@ -253,7 +259,7 @@ fn select_fields(snapshot: &Snapshot, fields: Option<&[String]>) -> Result<Value
 }
 
 async fn system_processes(
-    engine: Arc<Engine>,
+    engine: Arc<State>,
     p: ProcessesParams,
 ) -> Result<ProcessesResult, RpcError> {
     let (taken_at, mut processes, inference) = engine.hardware.processes();
@@ -278,6 +284,19 @@ async fn system_processes(
     })
 }
 
-async fn system_budget(engine: Arc<Engine>, _: NoParams) -> Result<Budget, RpcError> {
+async fn system_budget(engine: Arc<State>, _: NoParams) -> Result<Budget, RpcError> {
     Ok(engine.hardware.budget())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_daemon_answers_exactly_the_declared_methods() {
+        let registered = super::router().methods();
+        let declared: Vec<String> = mnemo_protocol::all_methods()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(registered, declared);
+    }
 }

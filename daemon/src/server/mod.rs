@@ -8,30 +8,30 @@ mod router;
 mod rpc;
 mod session;
 mod socket;
+mod state;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use interprocess::local_socket::tokio::{prelude::*, Listener, Stream};
-use mnemo_client::protocol::{Id, Response, RpcError};
+use mnemo_protocol::{Id, Response, RpcError};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
+use frame::{read_frame, Frame};
 pub use handlers::router;
 pub use router::Router;
-pub use socket::{bind, inherited, SocketError};
-
-use crate::engine::Engine;
-use frame::{read_frame, Frame};
+pub use socket::{activation_fd, bind, from_activation, ActivationFd};
+pub use state::{Limits, State};
 
 /// Serves until shutdown is requested, then stops accepting and waits for every request in
 /// flight to be answered.
-pub async fn serve(listener: Listener, engine: Arc<Engine>, router: Arc<Router>) {
+pub async fn serve(listener: Listener, engine: Arc<State>, router: Arc<Router>) {
     let tracker = TaskTracker::new();
     loop {
         tokio::select! {
-            _ = engine.stopped() => break,
+            _ = engine.shutdown.requested() => break,
             accepted = listener.accept() => match accepted {
                 Ok(stream) => {
                     if !socket::peer_is_same_user(&stream) {
@@ -52,12 +52,7 @@ pub async fn serve(listener: Listener, engine: Arc<Engine>, router: Arc<Router>)
     tracker.wait().await;
 }
 
-async fn connection(
-    stream: Stream,
-    engine: Arc<Engine>,
-    router: Arc<Router>,
-    tracker: TaskTracker,
-) {
+async fn connection(stream: Stream, engine: Arc<State>, router: Arc<Router>, tracker: TaskTracker) {
     engine.connections.fetch_add(1, Ordering::Relaxed);
     let (read, mut write) = tokio::io::split(stream);
     let mut reader = BufReader::with_capacity(64 * 1024, read);
@@ -77,11 +72,11 @@ async fn connection(
         engine.clone(),
         replies.clone(),
     ));
-    let limit = engine.config.max_frame_bytes;
+    let limit = engine.limits.max_frame_bytes;
     let mut buf = Vec::new();
     loop {
         let frame = tokio::select! {
-            _ = engine.stopped() => break,
+            _ = engine.shutdown.requested() => break,
             frame = read_frame(&mut reader, limit, &mut buf) => frame,
         };
         match frame {

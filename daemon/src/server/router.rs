@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use mnemo_client::protocol::{Method, RpcError};
+use mnemo_protocol::{Method, RpcError};
 use serde_json::Value;
 
 use super::session::Session;
-use crate::engine::Engine;
+use super::state::State;
 
 type Handler = Box<
-    dyn Fn(Arc<Engine>, Arc<Session>, Value) -> BoxFuture<'static, Result<Value, RpcError>>
+    dyn Fn(Arc<State>, Arc<Session>, Value) -> BoxFuture<'static, Result<Value, RpcError>>
         + Send
         + Sync,
 >;
@@ -28,7 +28,7 @@ impl Router {
     pub fn register<M, F, Fut>(&mut self, handler: F) -> &mut Self
     where
         M: Method,
-        F: Fn(Arc<Engine>, M::Params) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<State>, M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
     {
         self.register_session::<M, _, _>(move |engine, _session, params| handler(engine, params))
@@ -38,7 +38,7 @@ impl Router {
     pub fn register_session<M, F, Fut>(&mut self, handler: F) -> &mut Self
     where
         M: Method,
-        F: Fn(Arc<Engine>, Arc<Session>, M::Params) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<State>, Arc<Session>, M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
@@ -66,7 +66,7 @@ impl Router {
 
     pub async fn call(
         &self,
-        engine: Arc<Engine>,
+        engine: Arc<State>,
         session: Arc<Session>,
         method: &str,
         params: Value,
@@ -98,7 +98,7 @@ fn decode_params<T: serde::de::DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mnemo_client::protocol::memory::GetParams;
+    use mnemo_protocol::memory::GetParams;
 
     #[test]
     fn params_errors_say_what_is_wrong() {

@@ -1,21 +1,20 @@
 //! JSON-RPC 2.0 envelopes: a frame is one request or a batch; notifications get no reply.
 //! Parsed from `Value` so an absent id (notification) and `"id": null` stay distinct.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures::future::join_all;
-use mnemo_client::protocol::{Id, Response, RpcError};
+use mnemo_protocol::{Id, Response, RpcError};
 use serde_json::Value;
 
 use super::router::Router;
 use super::session::Session;
-use crate::engine::Engine;
+use super::state::{InFlight, State};
 
 /// Answers one frame; `None` when nothing is to be sent (only notifications).
 pub async fn handle_frame(
     router: &Router,
-    engine: &Arc<Engine>,
+    engine: &Arc<State>,
     session: &Arc<Session>,
     frame: &[u8],
 ) -> Option<Value> {
@@ -56,7 +55,7 @@ fn reply(response: Response) -> Value {
 
 async fn handle_one(
     router: &Router,
-    engine: &Arc<Engine>,
+    engine: &Arc<State>,
     session: &Arc<Session>,
     item: Value,
 ) -> Option<Response> {
@@ -100,19 +99,17 @@ async fn handle_one(
     if crate::consolidate::idle::is_user_work(&method) {
         engine.consolidation.activity.touch();
     }
-    engine.in_flight.fetch_add(1, Ordering::Relaxed);
-    let over = engine.in_flight.load(Ordering::Relaxed) > engine.config.max_in_flight;
-    let result = if over {
-        Err(RpcError::overloaded(format!(
+    let result = match InFlight::acquire(&engine.in_flight, engine.limits.max_in_flight) {
+        None => Err(RpcError::overloaded(format!(
             "more than {} requests in flight; retry shortly",
-            engine.config.max_in_flight
-        )))
-    } else {
-        router
-            .call(engine.clone(), session.clone(), &method, params)
-            .await
+            engine.limits.max_in_flight
+        ))),
+        Some(_slot) => {
+            router
+                .call(engine.clone(), session.clone(), &method, params)
+                .await
+        }
     };
-    engine.in_flight.fetch_sub(1, Ordering::Relaxed);
     if let Err(e) = &result {
         tracing::debug!(method, code = e.code, "request failed: {}", e.message);
     }

@@ -4,14 +4,14 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use mnemo_client::protocol::events::{
+use mnemo_protocol::events::{
     EventParams, Subscribe, Topic, TopicsParams, TopicsResult, Unsubscribe, EVENT,
 };
-use mnemo_client::protocol::RpcError;
+use mnemo_protocol::RpcError;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::router::Router;
-use crate::engine::Engine;
+use super::state::State;
 
 #[derive(Default)]
 pub struct Session {
@@ -52,7 +52,7 @@ pub fn register(r: &mut Router) {
 /// the bus only while subscribed, so an idle connection costs nothing.
 pub async fn forward_events(
     session: Arc<Session>,
-    engine: Arc<Engine>,
+    engine: Arc<State>,
     replies: mpsc::Sender<String>,
 ) {
     let mut topics = session.topics.subscribe();

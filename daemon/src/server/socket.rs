@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use interprocess::local_socket::tokio::{prelude::*, Listener, Stream};
 use interprocess::local_socket::ListenerOptions;
-use mnemo_client::client::socket_name;
+use mnemo_protocol::socket::name as socket_name;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -23,40 +23,62 @@ pub enum SocketError {
     },
 }
 
-/// The listening socket systemd passed for socket activation (`LISTEN_PID` is ours and
-/// `LISTEN_FDS` ≥ 1: descriptor 3), if any. The variables are cleared so children do not
-/// take it for theirs.
+/// The listening descriptor systemd passed for socket activation, taken out of the
+/// environment.
 #[cfg(unix)]
-pub fn inherited() -> Result<Option<Listener>, SocketError> {
-    use std::os::fd::{FromRawFd, OwnedFd};
+pub type ActivationFd = std::os::fd::OwnedFd;
+#[cfg(not(unix))]
+pub type ActivationFd = ();
+
+/// Reads and clears `LISTEN_PID`/`LISTEN_FDS` (so children do not take the socket for
+/// theirs). Call before any thread starts: changing the environment while other threads may
+/// read it is a data race. `Some` when `LISTEN_PID` is ours and `LISTEN_FDS` ≥ 1 (fd 3).
+#[cfg(unix)]
+pub fn activation_fd() -> Option<ActivationFd> {
+    use std::os::fd::FromRawFd;
     const SD_LISTEN_FDS_START: i32 = 3;
-    let ours = std::env::var("LISTEN_PID")
-        .ok()
-        .and_then(|p| p.parse::<u32>().ok())
-        == Some(std::process::id());
-    let count: i32 = std::env::var("LISTEN_FDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    if !ours || count < 1 {
-        return Ok(None);
+    let pid = std::env::var("LISTEN_PID").ok();
+    let fds = std::env::var("LISTEN_FDS").ok();
+    if pid.is_none() && fds.is_none() {
+        return None;
     }
+    // Sound only while single-threaded: `main` calls this before the runtime starts.
     std::env::remove_var("LISTEN_PID");
     std::env::remove_var("LISTEN_FDS");
     std::env::remove_var("LISTEN_FDNAMES");
+    if !activation_is_ours(pid.as_deref(), fds.as_deref(), std::process::id()) {
+        return None;
+    }
     // SAFETY: systemd hands us descriptor 3 open and ours alone when LISTEN_PID is our pid.
-    let fd = unsafe { OwnedFd::from_raw_fd(SD_LISTEN_FDS_START) };
+    Some(unsafe { ActivationFd::from_raw_fd(SD_LISTEN_FDS_START) })
+}
+
+#[cfg(not(unix))]
+pub fn activation_fd() -> Option<ActivationFd> {
+    None
+}
+
+/// True when the variables pass a socket to process `me`.
+fn activation_is_ours(pid: Option<&str>, fds: Option<&str>, me: u32) -> bool {
+    let ours = pid.and_then(|p| p.parse::<u32>().ok()) == Some(me);
+    let count: i32 = fds.and_then(|n| n.parse().ok()).unwrap_or(0);
+    ours && count >= 1
+}
+
+/// The listener for an activation descriptor (needs the runtime).
+#[cfg(unix)]
+pub fn from_activation(fd: ActivationFd) -> Result<Listener, SocketError> {
     let listener = interprocess::os::unix::uds_local_socket::tokio::Listener::try_from(fd)
         .map_err(|source| SocketError::Bind {
             path: "LISTEN_FDS (descriptor 3)".into(),
             source,
         })?;
-    Ok(Some(listener.into()))
+    Ok(listener.into())
 }
 
 #[cfg(not(unix))]
-pub fn inherited() -> Result<Option<Listener>, SocketError> {
-    Ok(None)
+pub fn from_activation(_: ActivationFd) -> Result<Listener, SocketError> {
+    unreachable!("socket activation is systemd's")
 }
 
 /// Binds the socket at `path`, creating its directory 0700 when it does not exist.
@@ -142,4 +164,18 @@ pub fn peer_is_same_user(stream: &Stream) -> bool {
 #[cfg(not(unix))]
 pub fn peer_is_same_user(_stream: &Stream) -> bool {
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activation_is_for_our_pid_with_a_descriptor() {
+        assert!(activation_is_ours(Some("42"), Some("1"), 42));
+        assert!(!activation_is_ours(Some("43"), Some("1"), 42));
+        assert!(!activation_is_ours(Some("42"), Some("0"), 42));
+        assert!(!activation_is_ours(None, Some("1"), 42));
+        assert!(!activation_is_ours(Some("x"), Some("1"), 42));
+    }
 }

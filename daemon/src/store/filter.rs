@@ -1,8 +1,11 @@
 //! Turns the protocol's [`Filter`] into a LanceDB SQL predicate. Every value is quoted here,
 //! and only here, so no caller builds SQL from user text.
 
-use mnemo_client::protocol::memory::Filter;
-use mnemo_client::protocol::time::parse_micros;
+use mnemo_protocol::memory::Filter;
+use mnemo_protocol::time::parse_micros;
+
+/// Versions current now (not closed by an update, a merge or a summary).
+pub const CURRENT: &str = "valid_to IS NULL";
 
 /// A SQL string literal, quotes doubled.
 pub fn quote(text: &str) -> String {
@@ -50,7 +53,7 @@ pub fn predicate(filter: &Filter) -> Result<String, FilterError> {
         Some(t) => parts.push(format!(
             "valid_from <= {t} AND (valid_to IS NULL OR valid_to > {t})"
         )),
-        None => parts.push("valid_to IS NULL".into()),
+        None => parts.push(CURRENT.into()),
     }
     Ok(parts.join(" AND "))
 }
@@ -62,7 +65,7 @@ pub fn predicate_all_versions(filter: &Filter) -> Result<String, FilterError> {
         ..filter.clone()
     })?;
     Ok(current
-        .trim_end_matches("valid_to IS NULL")
+        .trim_end_matches(CURRENT)
         .trim_end_matches(" AND ")
         .to_string())
 }
@@ -75,7 +78,7 @@ pub fn id_list(column: &str, ids: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mnemo_client::protocol::memory::MemoryKind;
+    use mnemo_protocol::memory::MemoryKind;
 
     #[test]
     fn quotes_are_doubled() {

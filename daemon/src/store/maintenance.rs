@@ -1,13 +1,20 @@
-//! Keeps the indexes useful as rows arrive: the full-text index exists from the first row,
-//! new rows are folded into the indexes once enough have queued, and an ANN vector index is
-//! built once the table is large enough that exact search gets slow.
+//! Keeps the indexes useful as rows arrive, through the writer like every other write: new
+//! rows are folded into the indexes once enough have queued, small fragments are compacted,
+//! and what a forget deleted is purged from old versions and index files within
+//! `store.purge_after_forget_secs`. The ANN vector index is built by consolidation, while the
+//! machine is idle, because building it holds the writer for a minute at 50k rows.
 
-use lancedb::index::scalar::FtsIndexBuilder;
-use lancedb::index::vector::IvfPqIndexBuilder;
-use lancedb::index::Index;
+use std::sync::Arc;
+use std::time::Duration;
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, WriteOp};
+use crate::events::{Event, EventBus};
+use crate::shutdown::Shutdown;
 
+/// How often index maintenance looks for new rows to fold in.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
+/// Unindexed rows past which the full-text index is refreshed.
+const FOLD_AFTER_ROWS: usize = 2_000;
 /// Small fragments (one per small commit) past which maintenance compacts them; reads and
 /// commits slow down with every fragment.
 const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
@@ -40,49 +47,23 @@ impl Store {
         })
     }
 
-    /// True once a full-text index exists, building it on the first call that finds rows.
-    pub async fn ensure_text_index(&self) -> Result<bool, StoreError> {
-        use std::sync::atomic::Ordering;
-        if self.fts_ready.load(Ordering::Acquire) {
-            return Ok(true);
-        }
-        let _one_builder = self.index_build.lock().await;
-        let state = self.index_state().await?;
-        if !state.has_fts {
-            if state.rows == 0 {
-                return Ok(false);
-            }
-            self.build_text_index().await?;
-        }
-        self.fts_ready.store(true, Ordering::Release);
-        Ok(true)
-    }
-
-    async fn build_text_index(&self) -> Result<(), StoreError> {
-        self.memories
-            .create_index(&["content"], Index::FTS(FtsIndexBuilder::default()))
-            .replace(true)
-            .execute()
-            .await?;
-        Ok(())
-    }
-
-    /// One maintenance pass; cheap when nothing needs doing. Returns what it did.
+    /// One maintenance pass; cheap when nothing needs doing. With `build_ann`, also builds
+    /// the ANN index once the table is large enough. Returns what it did.
     pub async fn maintain_indexes(
         &self,
         fold_after_rows: usize,
+        build_ann: bool,
     ) -> Result<Vec<&'static str>, StoreError> {
         let state = self.index_state().await?;
         let mut done = Vec::new();
         if state.rows == 0 {
             return Ok(done);
         }
-        let _one_builder = self.index_build.lock().await;
         if !state.has_fts {
-            self.build_text_index().await?;
+            self.writer.submit(WriteOp::BuildTextIndex).await?;
             done.push("built full-text index");
         } else if state.unindexed_rows >= fold_after_rows {
-            self.writer.submit(super::WriteOp::FoldIndexes).await?;
+            self.writer.submit(WriteOp::FoldIndexes).await?;
             done.push("folded new rows into indexes");
         }
         let small = self
@@ -92,24 +73,67 @@ impl Store {
             .fragment_stats
             .num_small_fragments;
         if small >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
-            self.writer.submit(super::WriteOp::CompactSmall).await?;
+            self.writer.submit(WriteOp::CompactSmall).await?;
             done.push("compacted small fragments");
         }
-        if !state.has_vector_index && state.rows >= self.config.ann_index_min_rows {
+        if build_ann && !state.has_vector_index && state.rows >= self.config.ann_index_min_rows {
             let partitions = ((state.rows as f64).sqrt() as u32).clamp(16, 1024);
-            self.memories
-                .create_index(
-                    &["vector"],
-                    Index::IvfPq(
-                        IvfPqIndexBuilder::default()
-                            .distance_type(lancedb::DistanceType::Cosine)
-                            .num_partitions(partitions),
-                    ),
-                )
-                .execute()
+            self.writer
+                .submit(WriteOp::BuildVectorIndex { partitions })
                 .await?;
             done.push("built ANN vector index");
         }
         Ok(done)
     }
+
+    /// Removes forgotten content from old versions and index files now.
+    pub async fn purge(&self) -> Result<u64, StoreError> {
+        self.writer.submit(WriteOp::Purge).await
+    }
+}
+
+/// The maintenance task: a pass every 20 s, and a purge a short while after each forget
+/// (forgets close together share one). A purge still pending at shutdown runs then.
+pub async fn run(store: Arc<Store>, events: EventBus, shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let purge_delay = Duration::from_secs(store.config.purge_after_forget_secs);
+    let mut purge_due: Option<tokio::time::Instant> = None;
+    loop {
+        let purge_at = purge_due.unwrap_or_else(|| tokio::time::Instant::now() + MAINTENANCE_EVERY);
+        tokio::select! {
+            _ = shutdown.requested() => break,
+            _ = store.purge.notified() => {
+                purge_due.get_or_insert_with(|| tokio::time::Instant::now() + purge_delay);
+            }
+            _ = tokio::time::sleep_until(purge_at), if purge_due.is_some() => {
+                purge_due = None;
+                purge(&store, &events).await;
+            }
+            _ = tick.tick() => match store.maintain_indexes(FOLD_AFTER_ROWS, false).await {
+                Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
+                Err(e) => tracing::warn!("index maintenance failed: {e}"),
+            },
+        }
+    }
+    if purge_due.is_some() {
+        purge(&store, &events).await;
+    }
+}
+
+async fn purge(store: &Store, events: &EventBus) {
+    match store.purge().await {
+        Ok(versions) => {
+            tracing::info!("purged forgotten content ({versions} old versions removed)");
+            publish(events, "purged forgotten content");
+        }
+        Err(e) => {
+            tracing::warn!("purging forgotten content failed (retried after the next forget): {e}")
+        }
+    }
+}
+
+fn publish(events: &EventBus, what: &'static str) {
+    tracing::info!("index maintenance: {what}");
+    let _ = events.send(Event::IndexMaintained { what: what.into() });
 }

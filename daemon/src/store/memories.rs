@@ -141,13 +141,18 @@ impl Store {
         Ok(rows)
     }
 
-    /// Nearest neighbours by cosine distance; exact until an ANN index exists.
+    /// Nearest neighbours by cosine distance among vectors of the configured model (another
+    /// model's vectors live in another space); exact until an ANN index exists.
     pub async fn vector_search(
         &self,
         vector: &[f32],
         predicate: &str,
         limit: usize,
     ) -> Result<Vec<Scored>, StoreError> {
+        let predicate = format!(
+            "({predicate}) AND embed_model = {}",
+            quote(&self.embed_model)
+        );
         let query = self
             .memories
             .query()

@@ -1,8 +1,10 @@
-//! Storage: one LanceDB database under the data dir. The `memories` table is written only by
+//! Storage: one LanceDB database under the data dir. Every write to every table goes through
 //! the [`writer`] task; reads go straight to LanceDB and run concurrently.
 
+mod column;
+mod counts;
 pub mod filter;
-mod maintenance;
+pub mod maintenance;
 mod memories;
 pub mod runs;
 pub mod schema;
@@ -10,6 +12,7 @@ pub mod system;
 pub mod writer;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,11 +22,12 @@ use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::{Connection, Table};
 
-pub use memories::Scored;
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
 pub use writer::{WriteOp, WriterHandle};
 
 use crate::config::StoreConfig;
+use counts::Counts;
+use mnemo_protocol::daemon::MemoryCounts;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -33,8 +37,9 @@ pub enum StoreError {
     Schema(String),
     #[error("the database was written by a newer mnemo (schema {found}, this one knows {known}); upgrade mnemo")]
     TooNew { found: u32, known: u32 },
+    /// Someone else changed the row first.
     #[error("{0}")]
-    ModelMismatch(String),
+    Conflict(String),
     #[error("the writer has stopped (mnemod is shutting down)")]
     Closed,
 }
@@ -64,11 +69,14 @@ pub struct Store {
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     dim: usize,
+    /// The configured embedder's model: vectors of any other are stale.
+    embed_model: String,
     config: StoreConfig,
-    /// Set once the full-text index exists; it is never dropped while running.
-    fts_ready: std::sync::atomic::AtomicBool,
-    /// Index builds run one at a time.
-    index_build: tokio::sync::Mutex<()>,
+    /// Set by the writer once the full-text index exists; it is never dropped while running.
+    fts_ready: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+    /// Wakes index maintenance to purge what a forget left in old versions.
+    purge: tokio::sync::Notify,
 }
 
 impl Store {
@@ -91,16 +99,10 @@ impl Store {
                 .execute()
                 .await?
         };
-        migrate_memories(&memories).await?;
-        let schema = memories.schema().await?;
-        let stored_dim = match schema
-            .field_with_name("vector")
-            .map(|f| f.data_type().clone())
-        {
-            Ok(DataType::FixedSizeList(_, d)) => d as usize,
-            _ => return Err(StoreError::Schema("memories has no vector column".into())),
-        };
         let meta = open_meta(&db, &names).await?;
+        let stored_model = read_meta(&meta, "embed.model").await?;
+        migrate_memories(&memories, dim, stored_model.as_deref()).await?;
+        let schema = memories.schema().await?;
         let system = system::SystemTables::open(&db, &names).await?;
         let runs = runs::RunTables::open(&db, &names).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
@@ -113,15 +115,7 @@ impl Store {
                 known: MEMORIES_SCHEMA_VERSION,
             });
         }
-        let stored_model = read_meta(&meta, "embed.model").await?;
-        if stored_dim != dim {
-            return Err(StoreError::ModelMismatch(format!(
-                "the database holds {stored_dim}-dimension vectors made by {}, but the configured \
-                 embedder makes {dim}-dimension vectors. Configure the embedder the database was \
-                 made with, or point --data-dir at a new directory",
-                stored_model.as_deref().unwrap_or("another model")
-            )));
-        }
+        // Before the writer exists nothing else writes, so these commits cannot race.
         write_meta(
             &meta,
             "memories.schema_version",
@@ -131,9 +125,21 @@ impl Store {
         write_meta(&meta, "embed.model", embed_model).await?;
         write_meta(&meta, "embed.dim", &dim.to_string()).await?;
 
+        let counts = Arc::new(Counts::default());
+        counts.recount(&memories).await?;
+        let has_fts = memories
+            .list_indices()
+            .await?
+            .iter()
+            .any(|i| i.columns.iter().any(|c| c == "content"));
+        let fts_ready = Arc::new(AtomicBool::new(has_fts));
         let (writer, task) = writer::start(
-            memories.clone(),
-            schema.clone(),
+            writer::Memories {
+                table: memories.clone(),
+                schema: schema.clone(),
+                fts_ready: fts_ready.clone(),
+                counts: counts.clone(),
+            },
             writer::WriterSettings {
                 interval: Duration::from_millis(config.commit_interval_ms),
                 max_rows: config.commit_max_rows,
@@ -149,9 +155,11 @@ impl Store {
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
             dim,
+            embed_model: embed_model.to_string(),
             config: config.clone(),
-            fts_ready: Default::default(),
-            index_build: Default::default(),
+            fts_ready,
+            counts,
+            purge: Default::default(),
         });
         Ok(store)
     }
@@ -162,6 +170,26 @@ impl Store {
 
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// The model every vector should come from (the configured embedder's).
+    pub fn embed_model(&self) -> &str {
+        &self.embed_model
+    }
+
+    /// Current memories by kind, kept by the writer (no scan).
+    pub fn memory_counts(&self) -> MemoryCounts {
+        self.counts.get()
+    }
+
+    /// True once the full-text index exists (the writer builds it with the first rows).
+    pub fn text_index_ready(&self) -> bool {
+        self.fts_ready.load(Ordering::Acquire)
+    }
+
+    /// Asks index maintenance to purge deleted content from old versions and indexes soon.
+    pub fn request_purge(&self) {
+        self.purge.notify_one();
     }
 
     pub fn system(&self) -> &system::SystemTables {
@@ -177,12 +205,19 @@ impl Store {
         read_meta(&self.meta, key).await
     }
 
-    /// Sets a `meta` value. Only mnemod's own bookkeeping writes here, one key per owner.
+    /// Sets a `meta` value through the writer. Only mnemod's own bookkeeping writes here, one
+    /// key per owner.
     pub async fn meta_set(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        write_meta(&self.meta, key, value).await
+        self.writer
+            .submit(WriteOp::Merge {
+                table: self.meta.clone(),
+                on: "key",
+                batch: meta_batch(key, value)?,
+            })
+            .await?;
+        Ok(())
     }
 
-    /// Every table, memories first: what storage maintenance walks.
     /// A batch of some `memories` columns, for [`WriteOp::Patch`].
     pub fn patch(
         &self,
@@ -191,6 +226,7 @@ impl Store {
         schema::patch_batch(&self.schema, columns)
     }
 
+    /// Every table, memories first: what storage maintenance walks.
     pub fn tables(&self) -> Vec<Table> {
         vec![
             self.memories.clone(),
@@ -234,13 +270,38 @@ impl Store {
     }
 }
 
-/// Brings an older `memories` table to the current columns. Added columns start null, so
-/// this is a metadata-only commit.
-async fn migrate_memories(memories: &Table) -> Result<(), StoreError> {
+/// Brings an older `memories` table to the current columns: columns added since (nullable)
+/// start null, a metadata-only commit. A vector column of another width (the embedder
+/// changed) is replaced by an empty one of the new width; background re-embedding fills it,
+/// and full-text search serves those rows meanwhile.
+async fn migrate_memories(
+    memories: &Table,
+    dim: usize,
+    stored_model: Option<&str>,
+) -> Result<(), StoreError> {
+    let wanted = schema::memories_schema(dim);
     let schema = memories.schema().await?;
-    let missing: Vec<Field> = schema::added_in_v2()
-        .into_iter()
+    if let Ok(vector) = schema.field_with_name("vector") {
+        if vector.data_type() != wanted.field_with_name("vector")?.data_type() {
+            tracing::warn!(
+                "the database holds vectors of another width (made by {}); they will be \
+                 re-embedded with the configured embedder",
+                stored_model.unwrap_or("another model")
+            );
+            memories.drop_columns(&["vector"]).await?;
+            memories
+                .update()
+                .column("embed_model", "''")
+                .execute()
+                .await?;
+        }
+    }
+    let schema = memories.schema().await?;
+    let missing: Vec<Field> = wanted
+        .fields()
+        .iter()
         .filter(|f| schema.field_with_name(f.name()).is_err())
+        .map(|f| f.as_ref().clone().with_nullable(true))
         .collect();
     if missing.is_empty() {
         return Ok(());
@@ -295,17 +356,22 @@ async fn read_meta(meta: &Table, key: &str) -> Result<Option<String>, StoreError
     }))
 }
 
-async fn write_meta(meta: &Table, key: &str, value: &str) -> Result<(), StoreError> {
-    if read_meta(meta, key).await?.as_deref() == Some(value) {
-        return Ok(());
-    }
-    let batch = RecordBatch::try_new(
+fn meta_batch(key: &str, value: &str) -> Result<RecordBatch, StoreError> {
+    Ok(RecordBatch::try_new(
         meta_schema(),
         vec![
             Arc::new(StringArray::from(vec![key])),
             Arc::new(StringArray::from(vec![value])),
         ],
-    )?;
+    )?)
+}
+
+/// Writes a meta value before the writer starts (at open).
+async fn write_meta(meta: &Table, key: &str, value: &str) -> Result<(), StoreError> {
+    if read_meta(meta, key).await?.as_deref() == Some(value) {
+        return Ok(());
+    }
+    let batch = meta_batch(key, value)?;
     let reader = RecordBatchIterator::new(vec![Ok(batch)], meta_schema());
     let mut merge = meta.merge_insert(&["key"]);
     merge

@@ -9,8 +9,8 @@ use lancedb::arrow::arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, Stri
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::{Connection, Table};
-use mnemo_client::protocol::consolidate::RunRecord;
-use mnemo_client::protocol::time::parse_micros;
+use mnemo_protocol::consolidate::RunRecord;
+use mnemo_protocol::time::parse_micros;
 
 use super::system::{json, json_rows, open_or_create};
 use super::StoreError;
@@ -113,14 +113,16 @@ pub fn run_batch(run: &RunRecord) -> Result<RecordBatch, StoreError> {
     Ok(RecordBatch::try_new(runs_schema(), columns)?)
 }
 
-pub fn access_batch(ids: &[String], at: i64) -> Result<RecordBatch, StoreError> {
+/// Access events: (memory id, when).
+pub fn access_batch(accesses: &[(String, i64)]) -> Result<RecordBatch, StoreError> {
     let columns: Vec<ArrayRef> = vec![
         Arc::new(
-            ids.iter()
-                .map(|i| Some(i.as_str()))
+            accesses
+                .iter()
+                .map(|(id, _)| Some(id.as_str()))
                 .collect::<StringArray>(),
         ),
-        Arc::new(Int64Array::from(vec![at; ids.len()])),
+        Arc::new(accesses.iter().map(|(_, at)| *at).collect::<Int64Array>()),
     ];
     Ok(RecordBatch::try_new(access_schema(), columns)?)
 }
@@ -131,7 +133,7 @@ mod tests {
 
     #[test]
     fn access_batch_has_a_row_per_id() {
-        let b = access_batch(&["a".into(), "b".into()], 7).unwrap();
+        let b = access_batch(&[("a".into(), 7), ("b".into(), 8)]).unwrap();
         assert_eq!(b.num_rows(), 2);
         assert!(b.column(1).is_valid(1));
     }

@@ -11,8 +11,8 @@ use lancedb::arrow::arrow_array::{
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::{Connection, Table};
-use mnemo_client::protocol::system::{ProcessEntry, Snapshot, SystemProfile};
-use mnemo_client::protocol::time::parse_micros;
+use mnemo_protocol::system::{ProcessEntry, Snapshot, SystemProfile};
+use mnemo_protocol::time::parse_micros;
 
 use super::StoreError;
 
@@ -216,6 +216,40 @@ impl SystemTables {
         )
         .await?;
         Ok(rows.into_iter().map(|(_, s)| s).collect())
+    }
+
+    /// First sightings (by process-life key) of processes seen since `since`.
+    pub async fn process_first_seen(
+        &self,
+        since: i64,
+    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+        let batches: Vec<RecordBatch> = self
+            .processes
+            .query()
+            .only_if(format!("last_seen >= {since}"))
+            .select(lancedb::query::Select::columns(&["key", "first_seen"]))
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let mut seen = std::collections::HashMap::new();
+        for b in &batches {
+            let keys = b
+                .column_by_name("key")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>());
+            let firsts = b
+                .column_by_name("first_seen")
+                .and_then(|c| c.as_any().downcast_ref::<Int64Array>());
+            if let (Some(keys), Some(firsts)) = (keys, firsts) {
+                for i in 0..b.num_rows() {
+                    seen.insert(
+                        keys.value(i).to_string(),
+                        mnemo_protocol::time::format_micros(firsts.value(i)),
+                    );
+                }
+            }
+        }
+        Ok(seen)
     }
 
     pub async fn latest_profile(&self) -> Result<Option<SystemProfile>, StoreError> {

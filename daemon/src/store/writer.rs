@@ -1,25 +1,39 @@
-//! The single writer: every change to `memories` queues here, consecutive changes of the same
-//! sort are committed together (one LanceDB version and fragment per batch, not per request),
-//! and each caller is answered only once its batch is committed.
+//! The single writer: every change to the database queues here — rows, index builds,
+//! compaction, version pruning, meta values — so no two commits can race. Consecutive appends
+//! of the same sort are committed together (one LanceDB version and fragment per batch, not
+//! per request), and each caller is answered only once its batch is committed. The writer also
+//! keeps the memory counts current, since it sees every change.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use lancedb::arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use lancedb::arrow::arrow_schema::SchemaRef;
+use lancedb::index::scalar::FtsIndexBuilder;
+use lancedb::index::vector::IvfPqIndexBuilder;
+use lancedb::index::Index;
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeStats};
 use lancedb::Table;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::counts::Counts;
+use super::filter::{quote, CURRENT};
 use super::schema::{to_batch, MemoryRecord};
 use super::StoreError;
 
 pub enum WriteOp {
     /// New rows, appended.
     Insert(Vec<MemoryRecord>),
-    /// Rows replaced by id or added (a closed old version plus its successor).
+    /// Rows replaced by id or added (summaries rewritten after a crash).
     Upsert(Vec<MemoryRecord>),
+    /// Closes `old` (already marked closed) and adds `new`, only if `old` is still current:
+    /// two updates of the same version cannot both win; the later gets `Conflict`.
+    Supersede {
+        old: Box<MemoryRecord>,
+        new: Box<MemoryRecord>,
+    },
     /// A SQL predicate; answers the number of rows deleted.
     Delete(String),
     /// Some columns of existing memories, keyed by `id` (a partial-schema merge: the other
@@ -35,6 +49,13 @@ pub enum WriteOp {
     /// Merges the memories' small fragments (many small commits leave one each) so reads
     /// and commits stay fast between consolidation runs.
     CompactSmall,
+    /// Builds the memories' full-text index (the writer also builds it after the first rows).
+    BuildTextIndex,
+    /// Builds the ANN vector index over the memories (slow: consolidation asks while idle).
+    BuildVectorIndex { partitions: u32 },
+    /// Makes forgotten content unreadable: rewrites fragments that hold deleted rows,
+    /// rebuilds the full-text index, and prunes every older version and unreferenced file.
+    Purge,
     /// Sets `columns` (name, SQL expression over the old row) where `predicate` holds;
     /// answers the number of rows updated. Bookkeeping only: content changes are versions.
     Update {
@@ -57,13 +78,17 @@ impl WriteOp {
     fn rows(&self) -> usize {
         match self {
             WriteOp::Insert(r) | WriteOp::Upsert(r) => r.len(),
+            WriteOp::Supersede { .. } => 2,
             WriteOp::Append { batch, .. } | WriteOp::Merge { batch, .. } => batch.num_rows(),
             WriteOp::Patch { batch, .. } => batch.num_rows(),
             WriteOp::Delete(_)
             | WriteOp::DeleteWhere { .. }
             | WriteOp::Update { .. }
             | WriteOp::FoldIndexes
-            | WriteOp::CompactSmall => 1,
+            | WriteOp::CompactSmall
+            | WriteOp::BuildTextIndex
+            | WriteOp::BuildVectorIndex { .. }
+            | WriteOp::Purge => 1,
         }
     }
     fn table_name(&self) -> Option<&str> {
@@ -86,14 +111,33 @@ impl WriteOp {
     }
 }
 
-struct Queued {
-    op: WriteOp,
-    ack: oneshot::Sender<Result<u64, StoreError>>,
+/// An `optimize` of any table (compaction, pruning), answered with LanceDB's stats.
+struct Optimize {
+    table: Table,
+    action: OptimizeAction,
+    ack: oneshot::Sender<Result<OptimizeStats, StoreError>>,
+}
+
+enum Job {
+    Write {
+        op: WriteOp,
+        ack: oneshot::Sender<Result<u64, StoreError>>,
+    },
+    Optimize(Optimize),
+}
+
+impl Job {
+    fn rows(&self) -> usize {
+        match self {
+            Job::Write { op, .. } => op.rows(),
+            Job::Optimize(_) => 1,
+        }
+    }
 }
 
 #[derive(Clone)]
 pub struct WriterHandle {
-    queue: mpsc::Sender<Queued>,
+    queue: mpsc::Sender<Job>,
     pending: Arc<AtomicUsize>,
     commits: Arc<AtomicUsize>,
 }
@@ -102,13 +146,30 @@ impl WriterHandle {
     /// Queues `op` and waits until it is committed. Returns rows written or deleted.
     pub async fn submit(&self, op: WriteOp) -> Result<u64, StoreError> {
         let (ack, done) = oneshot::channel();
-        let rows = op.rows();
+        self.enqueue(Job::Write { op, ack }).await?;
+        done.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs `action` on `table` in turn with every other write.
+    pub async fn optimize(
+        &self,
+        table: Table,
+        action: OptimizeAction,
+    ) -> Result<OptimizeStats, StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.enqueue(Job::Optimize(Optimize { table, action, ack }))
+            .await?;
+        done.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn enqueue(&self, job: Job) -> Result<(), StoreError> {
+        let rows = job.rows();
         self.pending.fetch_add(rows, Ordering::Relaxed);
-        if self.queue.send(Queued { op, ack }).await.is_err() {
+        if self.queue.send(job).await.is_err() {
             self.pending.fetch_sub(rows, Ordering::Relaxed);
             return Err(StoreError::Closed);
         }
-        done.await.map_err(|_| StoreError::Closed)?
+        Ok(())
     }
 
     /// Rows waiting for a commit.
@@ -127,10 +188,18 @@ pub struct WriterSettings {
     pub max_rows: usize,
 }
 
+/// What the writer owns besides its queue: the memories table and the state it keeps current.
+pub(super) struct Memories {
+    pub table: Table,
+    pub schema: SchemaRef,
+    /// Set once the full-text index exists; searches read it.
+    pub fts_ready: Arc<AtomicBool>,
+    pub counts: Arc<Counts>,
+}
+
 /// Starts the writer. It ends when every handle is dropped, after committing what queued.
-pub fn start(
-    table: Table,
-    schema: SchemaRef,
+pub(super) fn start(
+    memories: Memories,
     settings: WriterSettings,
 ) -> (WriterHandle, tokio::task::JoinHandle<()>) {
     let (queue, rx) = mpsc::channel(4096);
@@ -141,15 +210,14 @@ pub fn start(
         pending: pending.clone(),
         commits: commits.clone(),
     };
-    let task = tokio::spawn(run(table, schema, settings, rx, pending, commits));
+    let task = tokio::spawn(run(memories, settings, rx, pending, commits));
     (handle, task)
 }
 
 async fn run(
-    table: Table,
-    schema: SchemaRef,
+    memories: Memories,
     settings: WriterSettings,
-    mut rx: mpsc::Receiver<Queued>,
+    mut rx: mpsc::Receiver<Job>,
     pending: Arc<AtomicUsize>,
     commits: Arc<AtomicUsize>,
 ) {
@@ -157,12 +225,12 @@ async fn run(
         // Gather what arrives within the interval, up to max_rows.
         let deadline = Instant::now() + settings.interval;
         let mut batch = vec![first];
-        let mut rows = batch[0].op.rows();
+        let mut rows = batch[0].rows();
         while rows < settings.max_rows {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(q)) => {
-                    rows += q.op.rows();
-                    batch.push(q);
+                Ok(Some(job)) => {
+                    rows += job.rows();
+                    batch.push(job);
                 }
                 Ok(None) | Err(_) => break,
             }
@@ -170,12 +238,27 @@ async fn run(
         // Commit runs of the same sort together, in arrival order.
         let mut rest = batch.into_iter().peekable();
         while let Some(head) = rest.next() {
-            let mut run = vec![head];
-            while rest.peek().is_some_and(|q| q.op.same_sort(&run[0].op)) {
-                run.extend(rest.next());
+            let (op, ack) = match head {
+                Job::Optimize(o) => {
+                    let result = o.table.optimize(o.action).await.map_err(StoreError::from);
+                    let _ = o.ack.send(result);
+                    commits.fetch_add(1, Ordering::Relaxed);
+                    pending.fetch_sub(1, Ordering::Relaxed);
+                    continue;
+                }
+                Job::Write { op, ack } => (op, ack),
+            };
+            let mut run = vec![(op, ack)];
+            while let Some(Job::Write { op, .. }) = rest.peek() {
+                if !op.same_sort(&run[0].0) {
+                    break;
+                }
+                if let Some(Job::Write { op, ack }) = rest.next() {
+                    run.push((op, ack));
+                }
             }
-            let run_rows: usize = run.iter().map(|q| q.op.rows()).sum();
-            commit_run(&table, &schema, run).await;
+            let run_rows: usize = run.iter().map(|(op, _)| op.rows()).sum();
+            commit_run(&memories, run).await;
             commits.fetch_add(1, Ordering::Relaxed);
             pending.fetch_sub(run_rows, Ordering::Relaxed);
         }
@@ -183,24 +266,11 @@ async fn run(
     tracing::debug!("writer stopped");
 }
 
-async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
-    let (ops, acks): (Vec<WriteOp>, Vec<_>) = run.into_iter().map(|q| (q.op, q.ack)).unzip();
+type Ack = oneshot::Sender<Result<u64, StoreError>>;
+
+async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
+    let (ops, acks): (Vec<WriteOp>, Vec<Ack>) = run.into_iter().unzip();
     let result = match ops.first() {
-        Some(
-            WriteOp::Delete(_)
-            | WriteOp::DeleteWhere { .. }
-            | WriteOp::Merge { .. }
-            | WriteOp::Update { .. }
-            | WriteOp::Patch { .. }
-            | WriteOp::FoldIndexes
-            | WriteOp::CompactSmall,
-        ) => {
-            // These answer each caller on its own, so they commit one by one.
-            for (op, ack) in ops.into_iter().zip(acks) {
-                let _ = ack.send(commit_single(table, op).await);
-            }
-            return;
-        }
         Some(WriteOp::Append { table: other, .. }) => {
             let other = other.clone();
             let batches: Vec<RecordBatch> = ops
@@ -214,11 +284,32 @@ async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
         }
         Some(WriteOp::Insert(_)) => {
             let rows: Vec<MemoryRecord> = flatten(ops);
-            append(table, schema, &rows).await
+            let result = append(memories, &rows).await;
+            if result.is_ok() {
+                memories.counts.added(&rows);
+                ensure_text_index(memories).await;
+            }
+            result
         }
         Some(WriteOp::Upsert(_)) => {
             let rows: Vec<MemoryRecord> = flatten(ops);
-            upsert(table, schema, &rows).await
+            let result = upsert(memories, &rows).await;
+            if result.is_ok() {
+                recount(memories).await;
+            }
+            result
+        }
+        Some(_) => {
+            // The others answer each caller on its own, so they commit one by one.
+            for (op, ack) in ops.into_iter().zip(acks) {
+                let changes_counts = op.changes_counts();
+                let result = commit_single(memories, op).await;
+                if result.is_ok() && changes_counts {
+                    recount(memories).await;
+                }
+                let _ = ack.send(result);
+            }
+            return;
         }
         None => return,
     };
@@ -226,18 +317,59 @@ async fn commit_run(table: &Table, schema: &SchemaRef, run: Vec<Queued>) {
         tracing::error!("commit failed: {e}");
     }
     for ack in acks {
-        let _ = ack.send(result.clone().map(|_| 0).map_err(|e: StoreError| e));
+        let _ = ack.send(result.clone().map(|_| 0));
     }
 }
 
-async fn commit_single(memories: &Table, op: WriteOp) -> Result<u64, StoreError> {
-    match op {
-        WriteOp::Delete(predicate) => {
-            Ok(memories.delete(predicate.as_str()).await?.num_deleted_rows)
+impl WriteOp {
+    /// Whether the op can change which memories are current (and so the counts). Supersede
+    /// keeps its own count; bookkeeping updates of other columns change nothing.
+    fn changes_counts(&self) -> bool {
+        match self {
+            WriteOp::Delete(_) => true,
+            WriteOp::Patch { batch, .. } => batch.column_by_name("valid_to").is_some(),
+            WriteOp::Update { columns, .. } => columns.iter().any(|(c, _)| c == "valid_to"),
+            _ => false,
         }
+    }
+}
+
+/// Counts the current memories again (after a delete or a bulk close, which say only how
+/// many rows they touched, not which kinds).
+async fn recount(memories: &Memories) {
+    if let Err(e) = memories.counts.recount(&memories.table).await {
+        tracing::warn!("counting memories failed: {e}");
+    }
+}
+
+/// The full-text index exists from the first rows on, built here so no search ever builds it.
+async fn ensure_text_index(memories: &Memories) {
+    if memories.fts_ready.load(Ordering::Acquire) {
+        return;
+    }
+    match build_text_index(&memories.table).await {
+        Ok(()) => memories.fts_ready.store(true, Ordering::Release),
+        Err(e) => tracing::warn!("building the full-text index failed (retried later): {e}"),
+    }
+}
+
+async fn build_text_index(table: &Table) -> Result<(), StoreError> {
+    table
+        .create_index(&["content"], Index::FTS(FtsIndexBuilder::default()))
+        .replace(true)
+        .execute()
+        .await?;
+    Ok(())
+}
+
+async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreError> {
+    let table = &memories.table;
+    match op {
+        WriteOp::Delete(predicate) => Ok(table.delete(predicate.as_str()).await?.num_deleted_rows),
+        WriteOp::Supersede { old, new } => supersede(memories, *old, *new).await,
         WriteOp::CompactSmall => {
-            let stats = memories
-                .optimize(lancedb::table::OptimizeAction::Compact {
+            let stats = table
+                .optimize(OptimizeAction::Compact {
                     options: Default::default(),
                     remap_options: None,
                 })
@@ -248,20 +380,40 @@ async fn commit_single(memories: &Table, op: WriteOp) -> Result<u64, StoreError>
                 .unwrap_or(0))
         }
         WriteOp::FoldIndexes => {
-            memories
-                .optimize(lancedb::table::OptimizeAction::Index(Default::default()))
+            table
+                .optimize(OptimizeAction::Index(Default::default()))
                 .await?;
             Ok(0)
         }
+        WriteOp::BuildTextIndex => {
+            build_text_index(table).await?;
+            memories.fts_ready.store(true, Ordering::Release);
+            Ok(0)
+        }
+        WriteOp::BuildVectorIndex { partitions } => {
+            table
+                .create_index(
+                    &["vector"],
+                    Index::IvfPq(
+                        IvfPqIndexBuilder::default()
+                            .distance_type(lancedb::DistanceType::Cosine)
+                            .num_partitions(partitions),
+                    ),
+                )
+                .execute()
+                .await?;
+            Ok(0)
+        }
+        WriteOp::Purge => purge(memories).await,
         WriteOp::Patch { batch, only_if } => {
             let schema = batch.schema();
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-            let mut merge = memories.merge_insert(&["id"]);
+            let mut merge = table.merge_insert(&["id"]);
             merge.when_matched_update_all(only_if);
             Ok(merge.execute(Box::new(reader)).await?.num_updated_rows)
         }
         WriteOp::Update { predicate, columns } => {
-            let mut update = memories.update().only_if(predicate);
+            let mut update = table.update().only_if(predicate);
             for (name, expr) in columns {
                 update = update.column(name, expr);
             }
@@ -281,8 +433,71 @@ async fn commit_single(memories: &Table, op: WriteOp) -> Result<u64, StoreError>
             merge.execute(Box::new(reader)).await?;
             Ok(rows)
         }
-        _ => Err(StoreError::Schema("appends commit in runs".into())),
+        WriteOp::Insert(_) | WriteOp::Upsert(_) | WriteOp::Append { .. } => {
+            Err(StoreError::Schema("appends commit in runs".into()))
+        }
     }
+}
+
+/// The check and the commit happen here, between other writes, so nothing can close `old`
+/// in between: the first of two updates of one version wins.
+async fn supersede(
+    memories: &Memories,
+    old: MemoryRecord,
+    new: MemoryRecord,
+) -> Result<u64, StoreError> {
+    let still_current = memories
+        .table
+        .count_rows(Some(format!("id = {} AND {CURRENT}", quote(&old.id))))
+        .await?;
+    if still_current == 0 {
+        return Err(StoreError::Conflict(format!(
+            "memory `{}` was changed or replaced meanwhile; read it again and update the current version",
+            old.id
+        )));
+    }
+    let rows = [old, new];
+    upsert(memories, &rows).await?;
+    memories.counts.superseded(&rows[0], &rows[1]);
+    Ok(2)
+}
+
+/// What a forget leaves behind, removed: fragments holding deleted rows are rewritten
+/// without them, the full-text index (which holds their words) is rebuilt, and every older
+/// version with the files only it used is deleted. Unverified files can be deleted too,
+/// because no other commit can be under way: this is the writer.
+async fn purge(memories: &Memories) -> Result<u64, StoreError> {
+    let table = &memories.table;
+    table
+        .optimize(OptimizeAction::Compact {
+            options: CompactionOptions {
+                materialize_deletions: true,
+                materialize_deletions_threshold: 0.0,
+                ..Default::default()
+            },
+            remap_options: None,
+        })
+        .await?;
+    if memories.fts_ready.load(Ordering::Acquire) {
+        build_text_index(table).await?;
+    }
+    let indexed = table.list_indices().await?;
+    if indexed
+        .iter()
+        .any(|i| i.columns.iter().any(|c| c == "vector"))
+    {
+        table
+            .optimize(OptimizeAction::Index(Default::default()))
+            .await?;
+    }
+    let stats = table
+        .optimize(OptimizeAction::Prune {
+            older_than: Some(lancedb::table::Duration::zero()),
+            delete_unverified: Some(true),
+            error_if_tagged_old_versions: Some(false),
+        })
+        .await?;
+    Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))
 }
 
 async fn append_batches(table: &Table, batches: Vec<RecordBatch>) -> Result<(), StoreError> {
@@ -303,24 +518,16 @@ fn flatten(ops: Vec<WriteOp>) -> Vec<MemoryRecord> {
         .collect()
 }
 
-async fn append(
-    table: &Table,
-    schema: &SchemaRef,
-    rows: &[MemoryRecord],
-) -> Result<(), StoreError> {
-    let batch = to_batch(schema, rows)?;
-    table.add(batch).execute().await?;
+async fn append(memories: &Memories, rows: &[MemoryRecord]) -> Result<(), StoreError> {
+    let batch = to_batch(&memories.schema, rows)?;
+    memories.table.add(batch).execute().await?;
     Ok(())
 }
 
-async fn upsert(
-    table: &Table,
-    schema: &SchemaRef,
-    rows: &[MemoryRecord],
-) -> Result<(), StoreError> {
-    let batch: RecordBatch = to_batch(schema, rows)?;
-    let reader = RecordBatchIterator::new(vec![Ok(batch)], schema.clone());
-    let mut merge = table.merge_insert(&["id"]);
+async fn upsert(memories: &Memories, rows: &[MemoryRecord]) -> Result<(), StoreError> {
+    let batch: RecordBatch = to_batch(&memories.schema, rows)?;
+    let reader = RecordBatchIterator::new(vec![Ok(batch)], memories.schema.clone());
+    let mut merge = memories.table.merge_insert(&["id"]);
     merge
         .when_matched_update_all(None)
         .when_not_matched_insert_all();

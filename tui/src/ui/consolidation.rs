@@ -1,7 +1,7 @@
 //! Consolidation: whether the machine is idle enough, the run going on with its progress, and
 //! past runs with what each phase did. `c` starts a run.
 
-use mnemo_client::protocol::consolidate::{Phase, RunRecord};
+use mnemo_protocol::consolidate::{Phase, RunRecord};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style, Stylize};
 use ratatui::text::Line;
@@ -118,7 +118,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 
 #[cfg(test)]
 mod tests {
-    use mnemo_client::protocol::consolidate::{RunRecord, StatusResult};
+    use mnemo_protocol::consolidate::{ConsolidationStatus, RunRecord};
 
     use crate::app::{App, Link, Screen, Update};
     use crate::ui::tests::render;
@@ -140,7 +140,7 @@ mod tests {
             ]
         }))
         .unwrap();
-        let status: StatusResult = serde_json::from_value(serde_json::json!({
+        let status: ConsolidationStatus = serde_json::from_value(serde_json::json!({
             "enabled": true, "state": "running",
             "idle": {"idle": false, "blockers": ["a request 3 s ago (idle after 120 s)"],
                      "seconds_since_request": 3, "other_cpu_pct": null, "ram_pct": null, "on_battery": null},

@@ -175,8 +175,8 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, detail: &Detail) {
 
 #[cfg(test)]
 mod tests {
-    use mnemo_client::protocol::events::Event;
-    use mnemo_client::protocol::memory::{Memory, SearchResult};
+    use mnemo_protocol::events::Event;
+    use mnemo_protocol::memory::{Memory, SearchResult};
 
     use crate::app::{App, Link, Screen, Update};
     use crate::ui::tests::render;

@@ -1,7 +1,7 @@
 //! Overview: the machine (gauges and a chart over the last minutes), its GPUs, the adaptive
 //! budget, the memory counts and rates, and consolidation at a glance.
 
-use mnemo_client::protocol::system::Snapshot;
+use mnemo_protocol::system::Snapshot;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style, Stylize};
 use ratatui::symbols;
@@ -222,11 +222,16 @@ fn draw_memory(frame: &mut Frame, area: Rect, app: &App) {
             "queues: {} writes, {} embeds, {} requests",
             s.queues.pending_writes, s.queues.pending_embeds, s.queues.in_flight_requests
         )));
+        if let Some(r) = &s.reembed {
+            lines.push(Line::from(
+                format!("re-embedding {}/{} with {}", r.done, r.total, r.model).cyan(),
+            ));
+        }
         if s.degraded() {
             for c in s
                 .components
                 .iter()
-                .filter(|c| c.state != mnemo_client::protocol::daemon::ComponentHealth::Ok)
+                .filter(|c| c.state != mnemo_protocol::daemon::ComponentHealth::Ok)
             {
                 lines.push(Line::from(format!("{}: {}", c.name, c.detail).yellow()));
             }
@@ -297,7 +302,7 @@ fn draw_consolidation(frame: &mut Frame, area: Rect, app: &App) {
 
 #[cfg(test)]
 mod tests {
-    use mnemo_client::protocol::system::GpuReading;
+    use mnemo_protocol::system::GpuReading;
 
     use super::*;
     use crate::app::{Link, Update};
@@ -377,7 +382,7 @@ mod tests {
         }))
         .unwrap();
         app.apply(Update::Status(Box::new(status)));
-        app.apply(Update::Budget(mnemo_client::protocol::system::Budget {
+        app.apply(Update::Budget(mnemo_protocol::system::Budget {
             total_tokens: 8192,
             core_tokens: 1000,
             session_tokens: 2000,
@@ -389,5 +394,22 @@ mod tests {
         assert!(screen.contains("42 memories"), "{screen}");
         assert!(screen.contains("episodic 40 · summary 2"), "{screen}");
         assert!(screen.contains("8192 tokens of context"), "{screen}");
+    }
+
+    #[test]
+    fn re_embedding_progress_is_shown() {
+        let mut app = connected();
+        let status = serde_json::from_value(serde_json::json!({
+            "pid": 1, "uptime_secs": 1.0, "version": "0", "protocol_version": 1,
+            "data_dir": "", "socket": "", "components": [],
+            "queues": {"in_flight_requests": 0, "pending_writes": 0, "pending_embeds": 0, "connections": 1},
+            "memories": {"total": 42, "by_kind": {"episodic": 42}},
+            "counters": {"memories_added": 3, "searches": 1},
+            "reembed": {"model": "minilm:all-MiniLM-L6-v2", "done": 10, "total": 42}
+        }))
+        .unwrap();
+        app.apply(Update::Status(Box::new(status)));
+        let screen = render(&app, 100, 30);
+        assert!(screen.contains("re-embedding 10/42"), "{screen}");
     }
 }

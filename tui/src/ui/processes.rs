@@ -79,7 +79,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 
 #[cfg(test)]
 mod tests {
-    use mnemo_client::protocol::system::{InferenceServer, ProcessEntry};
+    use mnemo_protocol::system::{InferenceServer, ProcessEntry};
 
     use crate::app::{App, Link, Screen, Update};
     use crate::ui::tests::render;

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use mnemo_client::protocol::daemon::Status;
-use mnemo_client::protocol::memory::{
+use mnemo_client::Client;
+use mnemo_protocol::daemon::Status;
+use mnemo_protocol::memory::{
     AddBatch, AddBatchParams, AddParams, Filter, List, ListParams, Search, SearchMode, SearchParams,
 };
-use mnemo_client::protocol::NoParams;
-use mnemo_client::Client;
+use mnemo_protocol::NoParams;
 use serde_json::{json, Value};
 
 use crate::connect;
@@ -162,7 +162,7 @@ async fn ingest(socket: &Path, count: usize, clients: usize, batch: usize) -> an
                 let mut client = Client::connect(&socket).await?;
                 for i in (c..count).step_by(clients) {
                     client
-                        .call::<mnemo_client::protocol::memory::Add>(&item(chat_text(i), &run))
+                        .call::<mnemo_protocol::memory::Add>(&item(chat_text(i), &run))
                         .await?;
                 }
                 anyhow::Ok(())
@@ -215,7 +215,7 @@ async fn add_singles(
                 let mut client = Client::connect(&socket).await?;
                 for i in range.skip(c).step_by(CLIENTS) {
                     client
-                        .call::<mnemo_client::protocol::memory::Add>(&item(chat_text(i), &ns))
+                        .call::<mnemo_protocol::memory::Add>(&item(chat_text(i), &ns))
                         .await?;
                     let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                     if n % 1000 == 0 {

@@ -5,10 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use mnemo_client::protocol::consolidate::{
-    PhaseState, Progress, Run, RunRecord, RunStatus, Runs, RunsParams, Status, StatusResult,
+use mnemo_protocol::consolidate::{
+    ConsolidateRun, ConsolidateRuns, ConsolidateStatus, ConsolidationStatus, PhaseState, Progress,
+    RunRecord, RunStatus, RunsParams,
 };
-use mnemo_client::protocol::NoParams;
+use mnemo_protocol::NoParams;
 
 use crate::connect;
 use crate::output::Output;
@@ -38,12 +39,12 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
     let mut client = connect(socket).await?;
     match args.command {
         Some(ConsolidateCommand::Status) => {
-            let status = client.call::<Status>(&NoParams {}).await?;
+            let status = client.call::<ConsolidateStatus>(&NoParams {}).await?;
             out.value(&status, || status_text(&status));
         }
         Some(ConsolidateCommand::Runs { limit }) => {
             let runs = client
-                .call::<Runs>(&RunsParams { limit: Some(limit) })
+                .call::<ConsolidateRuns>(&RunsParams { limit: Some(limit) })
                 .await?;
             out.value(&runs, || {
                 if runs.runs.is_empty() {
@@ -57,7 +58,7 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
             });
         }
         None => {
-            let started = client.call::<Run>(&NoParams {}).await?;
+            let started = client.call::<ConsolidateRun>(&NoParams {}).await?;
             if !args.wait {
                 out.value(&started, || {
                     let what = if started.already_running {
@@ -77,7 +78,7 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
             let bar = std::io::stderr().is_terminal() && !out.json;
             let run = loop {
                 tokio::time::sleep(Duration::from_millis(250)).await;
-                let status = client.call::<Status>(&NoParams {}).await?;
+                let status = client.call::<ConsolidateStatus>(&NoParams {}).await?;
                 let current = status.current.as_ref().filter(|r| r.id == started.run_id);
                 if current.is_some_and(|r| r.status == RunStatus::Running) {
                     if bar {
@@ -85,7 +86,9 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
                     }
                     continue;
                 }
-                let runs = client.call::<Runs>(&RunsParams { limit: Some(20) }).await?;
+                let runs = client
+                    .call::<ConsolidateRuns>(&RunsParams { limit: Some(20) })
+                    .await?;
                 if let Some(run) = runs
                     .runs
                     .into_iter()
@@ -178,7 +181,7 @@ pub fn report(run: &RunRecord) -> String {
     lines.join("\n")
 }
 
-fn status_text(s: &StatusResult) -> String {
+fn status_text(s: &ConsolidationStatus) -> String {
     let mut lines = vec![format!(
         "consolidation: {}{}",
         s.state,

@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mnemo_client::protocol::daemon::{ComponentHealth, Hello, HelloParams, Status};
-use mnemo_client::protocol::{NoParams, PROTOCOL_VERSION};
-use mnemo_client::{paths, Client};
+use mnemo_client::Client;
+use mnemo_protocol::daemon::{ComponentHealth, Hello, HelloParams, Status};
+use mnemo_protocol::paths;
+use mnemo_protocol::{NoParams, PROTOCOL_VERSION};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use mnemo_client::protocol::daemon::{Hello, HelloParams, Shutdown, Status};
-use mnemo_client::protocol::{NoParams, PROTOCOL_VERSION};
-use mnemo_client::{paths, Client, ClientError};
+use mnemo_client::{Client, ClientError};
+use mnemo_protocol::daemon::{Hello, HelloParams, Shutdown, Status};
+use mnemo_protocol::paths;
+use mnemo_protocol::{NoParams, PROTOCOL_VERSION};
 
 use output::Output;
 
@@ -122,7 +123,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
-    mnemo_client::manpage::print_if_asked(Cli::command);
+    mnemo_protocol::manpage::print_if_asked(Cli::command);
     let cli = Cli::parse();
     let json = cli.json;
     let runtime = tokio::runtime::Builder::new_multi_thread()

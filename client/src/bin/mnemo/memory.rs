@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use clap::{Args, Subcommand};
-use mnemo_client::protocol::memory::{
+use mnemo_protocol::memory::{
     Add, AddParams, Filter, Forget, ForgetParams, Get, GetParams, History, HistoryParams, List,
     ListParams, MemoryKind, Search, SearchMode, SearchParams, Update, UpdateParams,
 };

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use mnemo_client::protocol::daemon::{ComponentHealth, HelloResult, StatusResult};
-use mnemo_client::protocol::memory::{Memory, SearchResult};
 use mnemo_client::ClientError;
+use mnemo_protocol::daemon::{ComponentHealth, HelloResult, StatusResult};
+use mnemo_protocol::memory::{Memory, SearchResult};
 use serde::Serialize;
 
 pub struct Output {
@@ -51,6 +51,12 @@ impl Output {
                 "  queues     {} in flight, {} writes pending, {} embeds pending, {} connections",
                 q.in_flight_requests, q.pending_writes, q.pending_embeds, q.connections
             ));
+            if let Some(r) = &s.reembed {
+                lines.push(format!(
+                    "  re-embed   {}/{} memories with {} (found by their words meanwhile)",
+                    r.done, r.total, r.model
+                ));
+            }
             if s.degraded() {
                 lines
                     .push("  (degraded: see the lines marked above for why and what to do)".into());

@@ -3,10 +3,11 @@
 use std::path::Path;
 
 use clap::Subcommand;
-use mnemo_client::protocol::system::{
-    HistoryParams, Processes, ProcessesParams, Profile, SnapshotNow, SystemBudget, SystemHistory,
+use mnemo_protocol::system::{
+    Processes, ProcessesParams, Profile, SnapshotNow, SystemBudget, SystemHistory,
+    SystemHistoryParams,
 };
-use mnemo_client::protocol::NoParams;
+use mnemo_protocol::NoParams;
 
 use crate::connect;
 use crate::output::Output;
@@ -182,7 +183,7 @@ pub async fn run(cmd: SystemCommand, socket: &Path, out: &Output) -> anyhow::Res
             fields,
         } => {
             let r = client
-                .call::<SystemHistory>(&HistoryParams {
+                .call::<SystemHistory>(&SystemHistoryParams {
                     since,
                     until,
                     step,

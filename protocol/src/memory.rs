@@ -3,8 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Method;
-
 /// Largest content accepted for one memory, in bytes.
 pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 /// Most memories accepted by one `memory.add_batch`.
@@ -140,13 +138,6 @@ pub struct AddParams {
     pub salience: Option<f32>,
 }
 
-pub struct Add;
-impl Method for Add {
-    const NAME: &'static str = "memory.add";
-    type Params = AddParams;
-    type Result = Memory;
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AddBatchParams {
@@ -159,24 +150,10 @@ pub struct AddBatchResult {
     pub ids: Vec<String>,
 }
 
-pub struct AddBatch;
-impl Method for AddBatch {
-    const NAME: &'static str = "memory.add_batch";
-    type Params = AddBatchParams;
-    type Result = AddBatchResult;
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GetParams {
     pub id: String,
-}
-
-pub struct Get;
-impl Method for Get {
-    const NAME: &'static str = "memory.get";
-    type Params = GetParams;
-    type Result = Memory;
 }
 
 /// Filters shared by list, search and forget. Every field narrows; absent fields do not.
@@ -228,13 +205,6 @@ pub struct ListResult {
     /// Newest first.
     pub memories: Vec<Memory>,
     pub next_cursor: Option<String>,
-}
-
-pub struct List;
-impl Method for List {
-    const NAME: &'static str = "memory.list";
-    type Params = ListParams;
-    type Result = ListResult;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -319,13 +289,6 @@ pub struct SearchResult {
     pub took_ms: f64,
 }
 
-pub struct Search;
-impl Method for Search {
-    const NAME: &'static str = "memory.search";
-    type Params = SearchParams;
-    type Result = SearchResult;
-}
-
 /// A new version of a memory. Absent fields keep their old value.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -347,13 +310,6 @@ pub struct UpdateParams {
     pub salience: Option<f32>,
 }
 
-pub struct Update;
-impl Method for Update {
-    const NAME: &'static str = "memory.update";
-    type Params = UpdateParams;
-    type Result = Memory;
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryParams {
@@ -365,13 +321,6 @@ pub struct HistoryParams {
 pub struct HistoryResult {
     /// Oldest first; the last one is current unless the memory was closed.
     pub versions: Vec<Memory>,
-}
-
-pub struct History;
-impl Method for History {
-    const NAME: &'static str = "memory.history";
-    type Params = HistoryParams;
-    type Result = HistoryResult;
 }
 
 /// Deletes for real: every version of the memories named or matched, from every index.
@@ -390,9 +339,13 @@ pub struct ForgetResult {
     pub deleted: u64,
 }
 
-pub struct Forget;
-impl Method for Forget {
-    const NAME: &'static str = "memory.forget";
-    type Params = ForgetParams;
-    type Result = ForgetResult;
+crate::methods! {
+    Add = "memory.add" (AddParams) -> Memory;
+    AddBatch = "memory.add_batch" (AddBatchParams) -> AddBatchResult;
+    Get = "memory.get" (GetParams) -> Memory;
+    List = "memory.list" (ListParams) -> ListResult;
+    Search = "memory.search" (SearchParams) -> SearchResult;
+    Update = "memory.update" (UpdateParams) -> Memory;
+    History = "memory.history" (HistoryParams) -> HistoryResult;
+    Forget = "memory.forget" (ForgetParams) -> ForgetResult;
 }

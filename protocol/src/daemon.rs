@@ -2,14 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Method, NoParams};
-
-pub struct Hello;
-impl Method for Hello {
-    const NAME: &'static str = "daemon.hello";
-    type Params = HelloParams;
-    type Result = HelloResult;
-}
+use super::NoParams;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,13 +24,6 @@ pub struct HelloResult {
     pub capabilities: Vec<String>,
 }
 
-pub struct Status;
-impl Method for Status {
-    const NAME: &'static str = "daemon.status";
-    type Params = NoParams;
-    type Result = StatusResult;
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusResult {
     pub pid: u32,
@@ -54,6 +40,18 @@ pub struct StatusResult {
     /// Totals since start; rates are their differences over time.
     #[serde(default)]
     pub counters: Counters,
+    /// Memories whose vectors come from another model, being re-embedded with the
+    /// configured one (they are found by their words meanwhile). Absent when none are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reembed: Option<ReembedStatus>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReembedStatus {
+    /// The model the vectors are being brought to.
+    pub model: String,
+    pub done: u64,
+    pub total: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -104,14 +102,13 @@ pub struct QueueDepths {
     pub connections: usize,
 }
 
-pub struct Shutdown;
-impl Method for Shutdown {
-    const NAME: &'static str = "daemon.shutdown";
-    type Params = NoParams;
-    type Result = ShutdownResult;
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShutdownResult {
     pub stopping: bool,
+}
+
+crate::methods! {
+    Hello = "daemon.hello" (HelloParams) -> HelloResult;
+    Status = "daemon.status" (NoParams) -> StatusResult;
+    Shutdown = "daemon.shutdown" (NoParams) -> ShutdownResult;
 }

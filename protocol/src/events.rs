@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use super::consolidate::{Phase, RunStatus};
 use super::system::Snapshot;
-use super::Method;
 
 /// The method name of event notifications.
 pub const EVENT: &str = "event";
@@ -89,18 +88,9 @@ pub struct TopicsResult {
     pub topics: Vec<Topic>,
 }
 
-pub struct Subscribe;
-impl Method for Subscribe {
-    const NAME: &'static str = "subscribe";
-    type Params = TopicsParams;
-    type Result = TopicsResult;
-}
-
-pub struct Unsubscribe;
-impl Method for Unsubscribe {
-    const NAME: &'static str = "unsubscribe";
-    type Params = TopicsParams;
-    type Result = TopicsResult;
+crate::methods! {
+    Subscribe = "subscribe" (TopicsParams) -> TopicsResult;
+    Unsubscribe = "unsubscribe" (TopicsParams) -> TopicsResult;
 }
 
 #[cfg(test)]

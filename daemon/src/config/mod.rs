@@ -4,8 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use mnemo_client::paths;
+use mnemo_protocol::paths;
 use serde::{Deserialize, Serialize};
+
+mod background;
+pub use background::{parse_schedule, ConsolidateConfig, HardwareConfig, LlmConfig, ProcessRule};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -36,10 +39,10 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     pub store: StoreConfig,
     pub search: SearchConfig,
-    pub hardware: crate::hardware::HardwareConfig,
-    pub consolidate: crate::consolidate::ConsolidateConfig,
+    pub hardware: HardwareConfig,
+    pub consolidate: ConsolidateConfig,
     /// The optional chat endpoint consolidation writes summaries with.
-    pub llm: crate::llm::LlmConfig,
+    pub llm: LlmConfig,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -101,6 +104,9 @@ pub struct StoreConfig {
     pub commit_max_rows: usize,
     /// Rows past which an ANN vector index is built (exact search below it).
     pub ann_index_min_rows: usize,
+    /// Seconds after a forget by which its content is gone from old versions and index
+    /// files too (forgets within this window share one purge).
+    pub purge_after_forget_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -132,7 +138,7 @@ impl Default for Config {
             socket: paths::default_socket_path(),
             log_level: "info".into(),
             log_format: LogFormat::Human,
-            max_frame_bytes: mnemo_client::protocol::DEFAULT_MAX_FRAME_BYTES,
+            max_frame_bytes: mnemo_protocol::DEFAULT_MAX_FRAME_BYTES,
             max_in_flight: 256,
             embedder: EmbedderConfig::default(),
             store: StoreConfig::default(),
@@ -167,6 +173,7 @@ impl Default for StoreConfig {
             commit_interval_ms: 5,
             commit_max_rows: 1024,
             ann_index_min_rows: 50_000,
+            purge_after_forget_secs: 30,
         }
     }
 }
@@ -255,6 +262,9 @@ impl Config {
         self.consolidate.validate().map_err(ConfigError::Invalid)?;
         if self.store.commit_max_rows == 0 {
             return bad("store.commit_max_rows must be at least 1");
+        }
+        if self.store.purge_after_forget_secs > 3600 {
+            return bad("store.purge_after_forget_secs must be at most 3600 (an hour)");
         }
         if self.embedder.kind == EmbedderKind::Http && self.embedder.http_url.is_none() {
             return bad(

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Method, NoParams};
+use super::NoParams;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuInfo {
@@ -149,13 +149,6 @@ pub struct Budget {
     pub reason: String,
 }
 
-pub struct Profile;
-impl Method for Profile {
-    const NAME: &'static str = "system.profile";
-    type Params = NoParams;
-    type Result = SystemProfile;
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SnapshotResult {
     /// The latest snapshot; absent only in the first seconds after start.
@@ -164,16 +157,9 @@ pub struct SnapshotResult {
     pub gpu_status: String,
 }
 
-pub struct SnapshotNow;
-impl Method for SnapshotNow {
-    const NAME: &'static str = "system.snapshot";
-    type Params = NoParams;
-    type Result = SnapshotResult;
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct HistoryParams {
+pub struct SystemHistoryParams {
     /// Default: an hour ago.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
@@ -188,17 +174,10 @@ pub struct HistoryParams {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct HistoryResult {
+pub struct SystemHistoryResult {
     pub step: u32,
     /// Oldest first; each a [`Snapshot`], or the requested fields of one.
     pub points: Vec<Value>,
-}
-
-pub struct SystemHistory;
-impl Method for SystemHistory {
-    const NAME: &'static str = "system.history";
-    type Params = HistoryParams;
-    type Result = HistoryResult;
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -220,16 +199,10 @@ pub struct ProcessesResult {
     pub inference: Vec<InferenceServer>,
 }
 
-pub struct Processes;
-impl Method for Processes {
-    const NAME: &'static str = "system.processes";
-    type Params = ProcessesParams;
-    type Result = ProcessesResult;
-}
-
-pub struct SystemBudget;
-impl Method for SystemBudget {
-    const NAME: &'static str = "system.budget";
-    type Params = NoParams;
-    type Result = Budget;
+crate::methods! {
+    Profile = "system.profile" (NoParams) -> SystemProfile;
+    SnapshotNow = "system.snapshot" (NoParams) -> SnapshotResult;
+    SystemHistory = "system.history" (SystemHistoryParams) -> SystemHistoryResult;
+    Processes = "system.processes" (ProcessesParams) -> ProcessesResult;
+    SystemBudget = "system.budget" (NoParams) -> Budget;
 }

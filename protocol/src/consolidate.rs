@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Method, NoParams};
+use super::NoParams;
 
 /// What started a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,7 +162,7 @@ pub struct Progress {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StatusResult {
+pub struct ConsolidationStatus {
     pub enabled: bool,
     /// `idle` (no run), `running` or `yielded` (a run waits to resume).
     pub state: String,
@@ -178,13 +178,6 @@ pub struct StatusResult {
     pub next_scheduled: Option<String>,
 }
 
-pub struct Status;
-impl Method for Status {
-    const NAME: &'static str = "consolidate.status";
-    type Params = NoParams;
-    type Result = StatusResult;
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunStarted {
     pub run_id: String,
@@ -192,13 +185,6 @@ pub struct RunStarted {
     pub resumed: bool,
     /// True when a run was already going; its id is returned.
     pub already_running: bool,
-}
-
-pub struct Run;
-impl Method for Run {
-    const NAME: &'static str = "consolidate.run";
-    type Params = NoParams;
-    type Result = RunStarted;
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -214,11 +200,10 @@ pub struct RunsResult {
     pub runs: Vec<RunRecord>,
 }
 
-pub struct Runs;
-impl Method for Runs {
-    const NAME: &'static str = "consolidate.runs";
-    type Params = RunsParams;
-    type Result = RunsResult;
+crate::methods! {
+    ConsolidateStatus = "consolidate.status" (NoParams) -> ConsolidationStatus;
+    ConsolidateRun = "consolidate.run" (NoParams) -> RunStarted;
+    ConsolidateRuns = "consolidate.runs" (RunsParams) -> RunsResult;
 }
 
 #[cfg(test)]

@@ -1,0 +1,123 @@
+//! What request handlers reach: the engine's components, each behind its own handle, plus
+//! the server's own counters. Only the server holds this; components never see it.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use mnemo_protocol::daemon::{Counters, QueueDepths};
+use mnemo_protocol::RpcError;
+
+use crate::consolidate::Consolidation;
+use crate::embed::EmbedService;
+use crate::error::Error;
+use crate::events::EventBus;
+use crate::hardware::Monitor;
+use crate::ingest::Ingest;
+use crate::recall::Recall;
+use crate::shutdown::Shutdown;
+use crate::status::Health;
+use crate::store::{Store, StoreError};
+
+/// The server's settings.
+pub struct Limits {
+    pub max_frame_bytes: usize,
+    pub max_in_flight: usize,
+    pub data_dir: String,
+    pub socket: String,
+}
+
+pub struct State {
+    pub limits: Limits,
+    pub ingest: Arc<Ingest>,
+    pub recall: Arc<Recall>,
+    pub store: Arc<Store>,
+    pub embed: EmbedService,
+    pub hardware: Arc<Monitor>,
+    pub consolidation: Arc<Consolidation>,
+    pub health: Health,
+    pub events: EventBus,
+    pub shutdown: Shutdown,
+    pub in_flight: AtomicUsize,
+    pub connections: AtomicUsize,
+}
+
+impl State {
+    pub fn counters(&self) -> Counters {
+        Counters {
+            memories_added: self.ingest.added(),
+            searches: self.recall.searches(),
+        }
+    }
+
+    pub fn queues(&self) -> QueueDepths {
+        QueueDepths {
+            in_flight_requests: self.in_flight.load(Ordering::Relaxed),
+            pending_writes: self.store.writer().pending(),
+            pending_embeds: self.embed.pending(),
+            connections: self.connections.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A request slot, held while the request is handled and given back on drop, so a handler
+/// that panics still frees its slot.
+pub struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    /// A slot, unless `max` are taken.
+    pub fn acquire(count: &'a AtomicUsize, max: usize) -> Option<Self> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(count))
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The one place domain errors become JSON-RPC errors.
+pub fn rpc_error(e: Error) -> RpcError {
+    match e {
+        Error::Invalid(m) => RpcError::invalid_params(m),
+        Error::NotFound(m) => RpcError::not_found(m),
+        Error::Conflict(m) => RpcError::conflict(m),
+        Error::Store(e) => store_error(e),
+        Error::Embed(crate::embed::EmbedError::Stopped) => RpcError::shutting_down(),
+        Error::Embed(e) => RpcError::embedder_unavailable(e.to_string()),
+    }
+}
+
+pub fn store_error(e: StoreError) -> RpcError {
+    match e {
+        StoreError::Closed => RpcError::shutting_down(),
+        StoreError::Conflict(m) => RpcError::conflict(m),
+        other => RpcError::storage(format!("{other}; see mnemod's log for details")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_limited_and_given_back_even_on_panic() {
+        let count = AtomicUsize::new(0);
+        let a = InFlight::acquire(&count, 2).unwrap();
+        let _b = InFlight::acquire(&count, 2).unwrap();
+        assert!(InFlight::acquire(&count, 2).is_none());
+        drop(a);
+        assert_eq!(count.load(Ordering::Relaxed), 1);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _slot = InFlight::acquire(&count, 2).unwrap();
+            panic!("a handler fell over");
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(count.load(Ordering::Relaxed), 1);
+    }
+}

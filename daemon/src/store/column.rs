@@ -1,0 +1,189 @@
+//! How each Rust type of a table column is stored in Arrow: its data type, nullability, and
+//! the conversions both ways. The row types (`MemoryRecord`) are lists of such columns, so
+//! adding a column is one line there.
+
+use std::sync::Arc;
+
+use lancedb::arrow::arrow_array::{
+    builder::{ListBuilder, StringBuilder},
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray,
+    StringArray,
+};
+use lancedb::arrow::arrow_schema::{DataType, Field};
+use mnemo_protocol::memory::MemoryKind;
+
+use super::StoreError;
+
+pub trait Column: Sized + Default {
+    /// `dim` is the vector width; other types ignore it.
+    fn data_type(dim: i32) -> DataType;
+    fn nullable() -> bool {
+        false
+    }
+    fn to_array(values: Vec<&Self>, dim: i32) -> Result<ArrayRef, StoreError>;
+    /// The value at `row`; a null or a column of another type reads as the default.
+    fn read(array: &dyn Array, row: usize) -> Self;
+}
+
+fn cast<T: 'static>(array: &dyn Array) -> Option<&T> {
+    array.as_any().downcast_ref::<T>()
+}
+
+impl Column for String {
+    fn data_type(_: i32) -> DataType {
+        DataType::Utf8
+    }
+    fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+        Ok(Arc::new(
+            values
+                .into_iter()
+                .map(|v| Some(v.as_str()))
+                .collect::<StringArray>(),
+        ))
+    }
+    fn read(array: &dyn Array, row: usize) -> Self {
+        Option::<String>::read(array, row).unwrap_or_default()
+    }
+}
+
+impl Column for Option<String> {
+    fn data_type(_: i32) -> DataType {
+        DataType::Utf8
+    }
+    fn nullable() -> bool {
+        true
+    }
+    fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+        Ok(Arc::new(
+            values
+                .into_iter()
+                .map(|v| v.as_deref())
+                .collect::<StringArray>(),
+        ))
+    }
+    fn read(array: &dyn Array, row: usize) -> Self {
+        cast::<StringArray>(array)
+            .filter(|a| a.is_valid(row))
+            .map(|a| a.value(row).to_string())
+    }
+}
+
+impl Column for MemoryKind {
+    fn data_type(_: i32) -> DataType {
+        DataType::Utf8
+    }
+    fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+        Ok(Arc::new(
+            values
+                .into_iter()
+                .map(|v| Some(v.as_str()))
+                .collect::<StringArray>(),
+        ))
+    }
+    fn read(array: &dyn Array, row: usize) -> Self {
+        Option::<String>::read(array, row)
+            .and_then(|k| k.parse().ok())
+            .unwrap_or_default()
+    }
+}
+
+macro_rules! primitive_column {
+    ($ty:ty, $array:ty, $data_type:expr) => {
+        impl Column for $ty {
+            fn data_type(_: i32) -> DataType {
+                $data_type
+            }
+            fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+                Ok(Arc::new(
+                    values.into_iter().map(|v| Some(*v)).collect::<$array>(),
+                ))
+            }
+            fn read(array: &dyn Array, row: usize) -> Self {
+                Option::<$ty>::read(array, row).unwrap_or_default()
+            }
+        }
+        impl Column for Option<$ty> {
+            fn data_type(_: i32) -> DataType {
+                $data_type
+            }
+            fn nullable() -> bool {
+                true
+            }
+            fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+                Ok(Arc::new(values.into_iter().copied().collect::<$array>()))
+            }
+            fn read(array: &dyn Array, row: usize) -> Self {
+                cast::<$array>(array)
+                    .filter(|a| a.is_valid(row))
+                    .map(|a| a.value(row))
+            }
+        }
+    };
+}
+primitive_column!(i64, Int64Array, DataType::Int64);
+primitive_column!(f32, Float32Array, DataType::Float32);
+primitive_column!(bool, BooleanArray, DataType::Boolean);
+
+fn item(data_type: DataType) -> Arc<Field> {
+    Arc::new(Field::new("item", data_type, true))
+}
+
+/// A list of strings (tags, ids).
+impl Column for Vec<String> {
+    fn data_type(_: i32) -> DataType {
+        DataType::List(item(DataType::Utf8))
+    }
+    fn nullable() -> bool {
+        true
+    }
+    fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+        let mut builder = ListBuilder::new(StringBuilder::new());
+        for list in values {
+            for entry in list {
+                builder.values().append_value(entry);
+            }
+            builder.append(true);
+        }
+        Ok(Arc::new(builder.finish()))
+    }
+    fn read(array: &dyn Array, row: usize) -> Self {
+        let Some(list) = cast::<ListArray>(array).filter(|a| a.is_valid(row)) else {
+            return Vec::new();
+        };
+        let values = list.value(row);
+        cast::<StringArray>(values.as_ref())
+            .map(|v| v.iter().flatten().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// An embedding: a fixed-size list of `dim` floats.
+impl Column for Vec<f32> {
+    fn data_type(dim: i32) -> DataType {
+        DataType::FixedSizeList(item(DataType::Float32), dim)
+    }
+    fn to_array(values: Vec<&Self>, dim: i32) -> Result<ArrayRef, StoreError> {
+        if let Some(bad) = values.iter().find(|v| v.len() != dim as usize) {
+            return Err(StoreError::Schema(format!(
+                "vector of {} dimensions for a table of {dim}",
+                bad.len()
+            )));
+        }
+        let floats = Float32Array::from_iter_values(values.into_iter().flatten().copied());
+        Ok(Arc::new(FixedSizeListArray::try_new(
+            item(DataType::Float32),
+            dim,
+            Arc::new(floats),
+            None,
+        )?))
+    }
+    fn read(array: &dyn Array, row: usize) -> Self {
+        let Some(list) = cast::<FixedSizeListArray>(array).filter(|a| a.is_valid(row)) else {
+            return Vec::new();
+        };
+        let values = list.value(row);
+        cast::<Float32Array>(values.as_ref())
+            .map(|v| v.values().to_vec())
+            .unwrap_or_default()
+    }
+}

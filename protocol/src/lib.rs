@@ -1,0 +1,83 @@
+//! The wire contract between `mnemod` and every client: JSON-RPC 2.0, one JSON value per
+//! line. Each method is a type implementing [`Method`], which names it and fixes its params
+//! and result, so daemon handlers and client calls cannot disagree. Where the socket and the
+//! data live by default is part of the contract too ([`paths`], [`socket`]).
+
+pub mod consolidate;
+pub mod daemon;
+pub mod events;
+pub mod jsonrpc;
+#[cfg(feature = "manpage")]
+pub mod manpage;
+pub mod memory;
+pub mod paths;
+pub mod socket;
+pub mod system;
+pub mod time;
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+pub use jsonrpc::{codes, Id, Request, Response, RpcError};
+
+/// Bumped on any incompatible change to a method's params or result.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Default largest frame (one line) either side accepts.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
+
+pub trait Method {
+    const NAME: &'static str;
+    type Params: Serialize + DeserializeOwned + Send + 'static;
+    type Result: Serialize + DeserializeOwned + Send + 'static;
+}
+
+/// Params of a method that takes none: `{}`, `null` or absent.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// Declares a module's methods, each once: a marker type implementing [`Method`], and the
+/// module's `METHODS` list that [`all_methods`] gathers.
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $marker:ident = $name:literal ($params:ty) -> $result:ty; )*) => {
+        $(
+            $(#[$doc])*
+            pub struct $marker;
+            impl $crate::Method for $marker {
+                const NAME: &'static str = $name;
+                type Params = $params;
+                type Result = $result;
+            }
+        )*
+        /// Every method this module declares.
+        pub const METHODS: &[&str] = &[$($name),*];
+    };
+}
+pub(crate) use methods;
+
+/// Every method of the protocol, sorted: what a daemon must answer.
+pub fn all_methods() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = [
+        daemon::METHODS,
+        memory::METHODS,
+        system::METHODS,
+        consolidate::METHODS,
+        events::METHODS,
+    ]
+    .concat();
+    all.sort_unstable();
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_method_is_declared_once_and_namespaced() {
+        let all = super::all_methods();
+        let mut unique = all.clone();
+        unique.dedup();
+        assert_eq!(all, unique, "a method name is declared twice");
+        for m in all {
+            assert!(m.contains('.') || m.ends_with("subscribe"), "{m}");
+        }
+    }
+}
