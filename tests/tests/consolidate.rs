@@ -135,6 +135,9 @@ async fn a_run_shows_what_each_phase_did() {
         .memories
         .len();
     assert_eq!(before, 9);
+    // Not a wait for something to settle: decay is what is tested, and it needs time to pass
+    // (about four half-lives of the 2.6 s configured above).
+    tokio::time::sleep(Duration::from_secs(10)).await;
 
     let run = consolidate_now(&daemon);
     assert_eq!(run.status, RunStatus::Completed);

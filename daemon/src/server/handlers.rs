@@ -22,6 +22,7 @@ use super::state::State;
 use super::state::{rpc_error, store_error};
 use crate::error::Error;
 use crate::store::filter::predicate;
+use mnemo_protocol::events::{Subscribe, TopicsParams, Unsubscribe};
 
 pub const DAEMON_NAME: &str = "mnemod";
 
@@ -44,7 +45,12 @@ pub fn router() -> Router {
         .register::<system::Processes, _, _>(system_processes)
         .register::<system::SystemBudget, _, _>(system_budget);
     super::consolidate::register(&mut r);
-    super::session::register(&mut r);
+    r.register_session::<Subscribe, _, _>(|_state, session, p: TopicsParams| async move {
+        Ok::<_, RpcError>(session.subscribe(p))
+    })
+    .register_session::<Unsubscribe, _, _>(|_state, session, p: TopicsParams| async move {
+        Ok::<_, RpcError>(session.unsubscribe(p))
+    });
     let mut methods = r.methods();
     methods.push(<Hello as mnemo_protocol::Method>::NAME.to_string());
     methods.sort();

@@ -4,13 +4,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use mnemo_protocol::events::{
-    EventParams, Subscribe, Topic, TopicsParams, TopicsResult, Unsubscribe, EVENT,
-};
-use mnemo_protocol::RpcError;
+use mnemo_protocol::events::{EventParams, Topic, TopicsParams, TopicsResult, EVENT};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use super::router::Router;
 use super::state::State;
 
 #[derive(Default)]
@@ -24,6 +20,19 @@ impl Session {
             topics: self.topics.borrow().iter().copied().collect(),
         }
     }
+
+    /// Adds topics (all when none are named).
+    pub fn subscribe(&self, p: TopicsParams) -> TopicsResult {
+        self.topics.send_modify(|t| t.extend(chosen(p)));
+        self.topics()
+    }
+
+    /// Drops topics (all when none are named).
+    pub fn unsubscribe(&self, p: TopicsParams) -> TopicsResult {
+        let drop = chosen(p);
+        self.topics.send_modify(|t| t.retain(|x| !drop.contains(x)));
+        self.topics()
+    }
 }
 
 fn chosen(p: TopicsParams) -> Vec<Topic> {
@@ -32,20 +41,6 @@ fn chosen(p: TopicsParams) -> Vec<Topic> {
     } else {
         p.topics
     }
-}
-
-pub fn register(r: &mut Router) {
-    r.register_session::<Subscribe, _, _>(|_engine, session, p: TopicsParams| async move {
-        session.topics.send_modify(|t| t.extend(chosen(p)));
-        Ok::<_, RpcError>(session.topics())
-    })
-    .register_session::<Unsubscribe, _, _>(|_engine, session, p: TopicsParams| async move {
-        let drop: Vec<Topic> = chosen(p);
-        session
-            .topics
-            .send_modify(|t| t.retain(|x| !drop.contains(x)));
-        Ok::<_, RpcError>(session.topics())
-    });
 }
 
 /// Sends the events of the subscribed topics to `replies` until the connection goes. Reads
