@@ -188,12 +188,17 @@ async fn profile_snapshot_processes_and_budget() {
 #[test]
 fn cli_system_commands() {
     let daemon = Daemon::start_configured(Embedder::Hashed, FAST, &[]);
-    // The inventory runs every second; poll until the CLI shows one.
+    // Snapshots and the inventory come every second; poll until the CLI shows both.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !String::from_utf8_lossy(&daemon.cli(&["system", "processes"], "").stdout)
-        .contains("CATEGORY")
-    {
-        assert!(std::time::Instant::now() < deadline, "no process inventory");
+    let ready = |args: &[&str], want: &str| {
+        let out = daemon.cli(args, "");
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains(want)
+    };
+    while !(ready(&["system", "processes"], "CATEGORY") && ready(&["system", "now"], "ram")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no snapshot or inventory in 30 s"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     for (args, want) in [
