@@ -13,8 +13,7 @@ use crate::shutdown::Shutdown;
 
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
-/// Unindexed rows past which the full-text index is refreshed.
-const FOLD_AFTER_ROWS: usize = 2_000;
+use super::writer::FOLD_AFTER_ROWS;
 /// Small fragments (one per small commit) past which maintenance compacts them; reads and
 /// commits slow down with every fragment.
 const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;

@@ -139,6 +139,7 @@ impl Store {
                 schema: schema.clone(),
                 fts_ready: fts_ready.clone(),
                 counts: counts.clone(),
+                unfolded: Default::default(),
             },
             writer::WriterSettings {
                 interval: Duration::from_millis(config.commit_interval_ms),

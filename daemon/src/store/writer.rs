@@ -195,7 +195,13 @@ pub(super) struct Memories {
     /// Set once the full-text index exists; searches read it.
     pub fts_ready: Arc<AtomicBool>,
     pub counts: Arc<Counts>,
+    /// Rows appended since the indexes last took in new rows.
+    pub unfolded: AtomicUsize,
 }
+
+/// Appended rows past which the writer folds them into the indexes right after acknowledging
+/// them: unindexed rows are searched flat, which gets slow after a bulk load.
+pub(super) const FOLD_AFTER_ROWS: usize = 2_000;
 
 /// Starts the writer. It ends when every handle is dropped, after committing what queued.
 pub(super) fn start(
@@ -288,6 +294,14 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             if result.is_ok() {
                 memories.counts.added(&rows);
                 ensure_text_index(memories).await;
+                let unfolded = memories.unfolded.fetch_add(rows.len(), Ordering::Relaxed);
+                if unfolded + rows.len() >= FOLD_AFTER_ROWS {
+                    for ack in acks {
+                        let _ = ack.send(Ok(0));
+                    }
+                    fold(memories).await;
+                    return;
+                }
             }
             result
         }
@@ -353,6 +367,18 @@ async fn ensure_text_index(memories: &Memories) {
     }
 }
 
+/// Takes the appended rows into the indexes (a failure only leaves them searched flat).
+async fn fold(memories: &Memories) {
+    match memories
+        .table
+        .optimize(OptimizeAction::Index(Default::default()))
+        .await
+    {
+        Ok(_) => memories.unfolded.store(0, Ordering::Relaxed),
+        Err(e) => tracing::warn!("folding new rows into the indexes failed (retried later): {e}"),
+    }
+}
+
 async fn build_text_index(table: &Table) -> Result<(), StoreError> {
     table
         .create_index(&["content"], Index::FTS(FtsIndexBuilder::default()))
@@ -383,6 +409,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
             table
                 .optimize(OptimizeAction::Index(Default::default()))
                 .await?;
+            memories.unfolded.store(0, Ordering::Relaxed);
             Ok(0)
         }
         WriteOp::BuildTextIndex => {
