@@ -258,7 +258,7 @@ impl Monitor {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use mnemo_protocol::system::{GpuInfo, GpuReading};
     use probe::{HostReading, ProcessReading};
@@ -348,7 +348,7 @@ mod tests {
         }
     }
 
-    fn monitor(ram_pct: f32) -> Monitor {
+    pub(crate) fn monitor(ram_pct: f32) -> Monitor {
         let config = HardwareConfig {
             probe_inference: false,
             ..Default::default()

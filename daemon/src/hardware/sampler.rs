@@ -231,3 +231,64 @@ async fn fold_old_snapshots(engine: &Sampler) -> Result<(), StoreError> {
         .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StoreConfig;
+    use crate::embed::HashedEmbedder;
+    use mnemo_protocol::system::ProcessEntry;
+    use mnemo_protocol::time::format_micros;
+
+    #[tokio::test]
+    async fn old_process_lives_are_pruned_and_first_sightings_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 4, "test", &StoreConfig::default())
+            .await
+            .unwrap();
+        let sampler = Sampler {
+            monitor: Arc::new(super::super::tests::monitor(10.0)),
+            store: store.clone(),
+            embed: EmbedService::start(Arc::new(HashedEmbedder::chosen()), 8, 1),
+            events: crate::events::bus(),
+            shutdown: Shutdown::default(),
+        };
+        let now = now_micros();
+        let day = 24 * HOUR_US;
+        let life = |pid: u32, last: i64| ProcessEntry {
+            pid,
+            name: format!("p{pid}"),
+            category: "user_app".into(),
+            first_seen: format_micros(last - day),
+            last_seen: format_micros(last),
+            ..Default::default()
+        };
+        let batch = processes_batch(&[
+            ("gone-1".into(), life(1, now - 8 * day)),
+            ("alive-2".into(), life(2, now - 60_000_000)),
+        ])
+        .unwrap();
+        let table = store.system().processes.clone();
+        store
+            .writer()
+            .submit(WriteOp::Merge {
+                table,
+                on: "key",
+                batch,
+            })
+            .await
+            .unwrap();
+        assert_eq!(prune_processes(&sampler, now).await.unwrap(), 1);
+        let seen = store
+            .system()
+            .process_first_seen(now - process_retention_us(&sampler))
+            .await
+            .unwrap();
+        assert_eq!(seen.keys().collect::<Vec<_>>(), ["alive-2"]);
+        assert_eq!(
+            seen["alive-2"],
+            format_micros(now - 60_000_000 - day),
+            "the first sighting survives"
+        );
+    }
+}
