@@ -12,6 +12,7 @@ use lancedb::arrow::arrow_schema::{DataType, Field};
 use mnemo_protocol::daemon::ReembedStatus;
 
 use super::EmbedService;
+use crate::error::Error;
 use crate::shutdown::Shutdown;
 use crate::store::filter::quote;
 use crate::store::{Store, StoreError, WriteOp};
@@ -69,7 +70,7 @@ async fn reembed(
     shutdown: &Shutdown,
     progress: &ReembedProgress,
     model: &str,
-) -> Result<u64, StoreError> {
+) -> Result<u64, Error> {
     let total = store.count(Some(stale(model))).await? as u64;
     if total == 0 {
         return Ok(0);
@@ -86,10 +87,7 @@ async fn reembed(
             break;
         }
         let texts = rows.iter().map(|r| r.content.clone()).collect();
-        let vectors = match embed.embed(texts).await {
-            Ok(v) => v,
-            Err(e) => return Err(StoreError::Lance(format!("embedding: {e}"))),
-        };
+        let vectors = embed.embed(texts).await?;
         let dim = store.dim() as i32;
         let item = Arc::new(Field::new("item", DataType::Float32, true));
         let floats = Float32Array::from_iter_values(vectors.iter().flatten().copied());
@@ -104,12 +102,10 @@ async fn reembed(
             ),
             (
                 "vector",
-                Arc::new(FixedSizeListArray::try_new(
-                    item,
-                    dim,
-                    Arc::new(floats),
-                    None,
-                )?),
+                Arc::new(
+                    FixedSizeListArray::try_new(item, dim, Arc::new(floats), None)
+                        .map_err(StoreError::from)?,
+                ),
             ),
             (
                 "embed_model",

@@ -29,17 +29,17 @@ fn cast<T: 'static>(array: &dyn Array) -> Option<&T> {
     array.as_any().downcast_ref::<T>()
 }
 
+/// A column of required text.
+fn texts<'a>(values: impl Iterator<Item = &'a str>) -> Result<ArrayRef, StoreError> {
+    Ok(Arc::new(values.map(Some).collect::<StringArray>()))
+}
+
 impl Column for String {
     fn data_type(_: i32) -> DataType {
         DataType::Utf8
     }
     fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
-        Ok(Arc::new(
-            values
-                .into_iter()
-                .map(|v| Some(v.as_str()))
-                .collect::<StringArray>(),
-        ))
+        texts(values.into_iter().map(String::as_str))
     }
     fn read(array: &dyn Array, row: usize) -> Self {
         Option::<String>::read(array, row).unwrap_or_default()
@@ -73,12 +73,7 @@ impl Column for MemoryKind {
         DataType::Utf8
     }
     fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
-        Ok(Arc::new(
-            values
-                .into_iter()
-                .map(|v| Some(v.as_str()))
-                .collect::<StringArray>(),
-        ))
+        texts(values.into_iter().map(|k| k.as_str()))
     }
     fn read(array: &dyn Array, row: usize) -> Self {
         Option::<String>::read(array, row)
