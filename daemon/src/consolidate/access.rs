@@ -11,9 +11,8 @@ use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop};
 use super::{bump, save_cursor};
-use crate::store::filter::id_list;
 use crate::store::runs::AccessTally;
-use crate::store::WriteOp;
+use crate::store::{col, Expr, WriteOp};
 
 /// (id, new access_count, new last_accessed_at, events folded) for each tally newer than
 /// what its row holds.
@@ -53,7 +52,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         let ids: Vec<String> = chunk.iter().map(|t| t.memory_id.clone()).collect();
         let stored: HashMap<String, (i64, Option<i64>)> = store
             .columns_of(
-                id_list("id", &ids),
+                &col("id").one_of(&ids),
                 &["id", "access_count", "last_accessed_at"],
             )
             .await?
@@ -85,9 +84,10 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
                 .submit(WriteOp::Patch {
                     batch,
                     only_if: Some(
-                        "target.last_accessed_at IS NULL \
-                         OR target.last_accessed_at < source.last_accessed_at"
-                            .into(),
+                        col("last_accessed_at")
+                            .null()
+                            .or(col("last_accessed_at").lt(Expr::Source("last_accessed_at")))
+                            .on_target(),
                     ),
                 })
                 .await?;
@@ -104,7 +104,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         .writer()
         .submit(WriteOp::DeleteWhere {
             table: store.runs().access_log.clone(),
-            predicate: format!("at <= {cutoff}"),
+            predicate: col("at").le(cutoff),
         })
         .await?;
     bump(record, "log_rows_cleared", cleared);

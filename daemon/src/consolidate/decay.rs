@@ -1,4 +1,4 @@
-//! Decay and strengthening, as one SQL update over the current rows. Strength is computed
+//! Decay and strengthening, as one update over the current rows. Strength is computed
 //! from facts (time since the last access, salience, accesses), not decremented, so running
 //! the phase twice gives the same strengths:
 //!
@@ -17,19 +17,22 @@ use mnemo_protocol::time::now_micros;
 
 use super::bump;
 use super::pace::{Pace, Stop};
-use crate::store::WriteOp;
+use crate::store::filter::current;
+use crate::store::{col, Expr, SqlType, WriteOp};
 
 const MICROS_PER_DAY: f64 = 86_400_000_000.0;
 
-/// The strength formula above as a SQL expression over a row, at time `now`, times `factor`
+/// The strength formula above as an expression over a row, at time `now`, times `factor`
 /// (0.5 for memories a summary stands in for; LanceDB's SQL has no CASE, so the two groups
 /// are updated apart).
-pub fn strength_sql(now: i64, half_life_days: f64, factor: f64) -> String {
-    let days = format!("(({now} - COALESCE(last_accessed_at, created_at)) / {MICROS_PER_DAY:.1})");
-    let rate = "(1.0 + (5.0 - CAST(salience AS DOUBLE)) * 0.1)";
-    let retention = format!("exp(-0.6931471805599453 * {rate} * {days} / {half_life_days:?})");
-    let boost = "least(0.5, 0.1 * ln(1.0 + CAST(access_count AS DOUBLE)))";
-    format!("CAST(least(1.0, {retention} + {boost}) * {factor:?} AS FLOAT)")
+pub fn strength_expr(now: i64, half_life_days: f64, factor: f64) -> Expr {
+    let days =
+        (Expr::Int(now) - col("last_accessed_at").coalesce(col("created_at"))) / MICROS_PER_DAY;
+    let rate = Expr::Float(1.0) + (Expr::Float(5.0) - col("salience").cast(SqlType::Double)) * 0.1;
+    let retention = (Expr::Float(-std::f64::consts::LN_2) * rate * days / half_life_days).exp();
+    let boost = Expr::Float(0.5)
+        .least((Expr::Float(1.0) + col("access_count").cast(SqlType::Double)).ln() * 0.1);
+    (Expr::Float(1.0).least(retention + boost) * factor).cast(SqlType::Float)
 }
 
 /// The same formula in Rust: the unit tests hold the SQL to it.
@@ -53,25 +56,23 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let store = &ctx.store;
     let writer = store.writer();
     let groups = [
-        ("valid_to IS NULL AND summarized_by IS NULL", 1.0),
-        ("valid_to IS NULL AND summarized_by IS NOT NULL", 0.5),
+        (current().and(col("summarized_by").null()), 1.0),
+        (current().and(col("summarized_by").not_null()), 0.5),
     ];
     for (i, (rows, factor)) in groups.into_iter().enumerate() {
-        let new_strength = strength_sql(now, config.half_life_days, factor);
-        let weaker = pace
-            .guard(store.count(Some(format!(
-                "{rows} AND {new_strength} < strength - 0.001"
-            ))))
-            .await??;
-        let stronger = pace
-            .guard(store.count(Some(format!(
-                "{rows} AND {new_strength} > strength + 0.001"
-            ))))
-            .await??;
+        let new_strength = strength_expr(now, config.half_life_days, factor);
+        let weaker = rows
+            .clone()
+            .and(new_strength.clone().lt(col("strength") - 0.001));
+        let weaker = pace.guard(store.count(&weaker)).await??;
+        let stronger = rows
+            .clone()
+            .and(new_strength.clone().gt(col("strength") + 0.001));
+        let stronger = pace.guard(store.count(&stronger)).await??;
         let updated = pace
             .guard(writer.submit(WriteOp::Update {
-                predicate: rows.to_string(),
-                columns: vec![("strength".into(), new_strength)],
+                predicate: rows,
+                columns: vec![("strength", new_strength)],
             }))
             .await??;
         bump(record, "rows", updated);
@@ -79,25 +80,26 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         bump(record, "strengthened", stronger as u64);
         pace.progress(Phase::Decay, i as u64 + 1, 4);
     }
-    let current = "valid_to IS NULL";
     let faded = pace
-        .guard(writer.submit(WriteOp::Update {
-            predicate: format!(
-                "{current} AND faded_at IS NULL AND strength < {}",
-                config.fade_below
-            ),
-            columns: vec![("faded_at".into(), now.to_string())],
-        }))
+        .guard(
+            writer.submit(WriteOp::Update {
+                predicate: current()
+                    .and(col("faded_at").null())
+                    .and(col("strength").lt(config.fade_below)),
+                columns: vec![("faded_at", Expr::Int(now))],
+            }),
+        )
         .await??;
     pace.progress(Phase::Decay, 3, 4);
     let revived = pace
-        .guard(writer.submit(WriteOp::Update {
-            predicate: format!(
-                "{current} AND faded_at IS NOT NULL AND strength >= {}",
-                config.fade_below
-            ),
-            columns: vec![("faded_at".into(), "CAST(NULL AS BIGINT)".into())],
-        }))
+        .guard(
+            writer.submit(WriteOp::Update {
+                predicate: current()
+                    .and(col("faded_at").not_null())
+                    .and(col("strength").ge(config.fade_below)),
+                columns: vec![("faded_at", Expr::Null(SqlType::BigInt))],
+            }),
+        )
         .await??;
     pace.progress(Phase::Decay, 4, 4);
     bump(record, "faded", faded);
@@ -124,7 +126,7 @@ mod tests {
         assert!(strength(3650.0, 5.0, 1_000_000, h) <= 0.5 + 1e-6);
     }
 
-    /// The SQL LanceDB evaluates gives the strengths the Rust formula gives.
+    /// The expression LanceDB evaluates gives the strengths the Rust formula gives.
     #[tokio::test]
     async fn lancedb_computes_the_documented_strengths() {
         use crate::store::schema::tests::record;
@@ -156,8 +158,8 @@ mod tests {
         store
             .writer()
             .submit(WriteOp::Update {
-                predicate: "valid_to IS NULL".into(),
-                columns: vec![("strength".into(), strength_sql(now, 30.0, 1.0))],
+                predicate: current(),
+                columns: vec![("strength", strength_expr(now, 30.0, 1.0))],
             })
             .await
             .unwrap();

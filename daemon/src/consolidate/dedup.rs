@@ -19,7 +19,8 @@ use mnemo_protocol::time::now_micros;
 use super::pace::{Pace, Stop};
 use super::{bump, save_cursor};
 use crate::linalg::matmul;
-use crate::store::{MemoryRecord, WriteOp};
+use crate::store::filter::current;
+use crate::store::{col, MemoryRecord, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
 /// New rows compared per unit: 64 × 100k × 384 is ~5 GFLOP, a fraction of a second.
@@ -129,17 +130,16 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         .await?
         .and_then(|v| v.parse().ok())
         .unwrap_or(-1);
+    let originals = current().and(col("is_summary").eq(false));
     let new_rows = store
-        .count(Some(format!(
-            "valid_to IS NULL AND is_summary = false AND created_at > {watermark}"
-        )))
+        .count(&originals.clone().and(col("created_at").gt(watermark)))
         .await?;
     if new_rows == 0 {
         return Ok(());
     }
     let mut rows = pace
         .guard(store.columns_of(
-            "valid_to IS NULL AND is_summary = false".into(),
+            &originals,
             &[
                 "id",
                 "namespace",
@@ -245,7 +245,7 @@ async fn apply(
     writer
         .submit(WriteOp::Patch {
             batch: closed,
-            only_if: Some("target.valid_to IS NULL".into()),
+            only_if: Some(current().on_target()),
         })
         .await?;
     let keep: Vec<(&MemoryRecord, i64, f32)> = gains
@@ -273,7 +273,7 @@ async fn apply(
     writer
         .submit(WriteOp::Patch {
             batch: lifted,
-            only_if: Some("target.valid_to IS NULL".into()),
+            only_if: Some(current().on_target()),
         })
         .await?;
     Ok(())

@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 
 use super::bump;
 use super::pace::{Pace, Stop};
-use crate::store::filter::{id_list, quote};
-use crate::store::{MemoryRecord, WriteOp};
+use crate::store::filter::{current, event_time};
+use crate::store::{col, Expr, MemoryRecord, SqlType, WriteOp};
 
 const WEEK_US: i64 = 7 * 86_400_000_000;
 /// Lines an extractive summary quotes at most.
@@ -178,13 +178,14 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let ctx = pace.ctx().clone();
     let config = ctx.state.config.clone();
     let old_before = now_micros() - (config.summary_min_age_days * 86_400_000_000.0) as i64;
-    let predicate = format!(
-        "valid_to IS NULL AND is_summary = false AND summarized_by IS NULL \
-         AND strength < {} AND salience < {} AND COALESCE(occurred_at, created_at) < {old_before}",
-        config.summary_max_strength, config.summary_max_salience
-    );
+    let predicate = current()
+        .and(col("is_summary").eq(false))
+        .and(col("summarized_by").null())
+        .and(col("strength").lt(config.summary_max_strength))
+        .and(col("salience").lt(config.summary_max_salience))
+        .and(event_time().lt(old_before));
     let candidates = pace
-        .guard(ctx.store.plain_rows(predicate, Some(MAX_CANDIDATES)))
+        .guard(ctx.store.plain_rows(&predicate, Some(MAX_CANDIDATES)))
         .await??;
     bump(record, "candidates", candidates.len() as u64);
     let groups = clusters(
@@ -231,13 +232,13 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         writer.submit(WriteOp::Upsert(vec![summary])).await?;
         let demoted = writer
             .submit(WriteOp::Update {
-                predicate: format!(
-                    "{} AND valid_to IS NULL AND summarized_by IS NULL",
-                    id_list("id", &sources)
-                ),
+                predicate: col("id")
+                    .one_of(&sources)
+                    .and(current())
+                    .and(col("summarized_by").null()),
                 columns: vec![
-                    ("summarized_by".into(), quote(&summary_id)),
-                    ("strength".into(), "CAST(strength * 0.5 AS FLOAT)".into()),
+                    ("summarized_by", Expr::Str(summary_id)),
+                    ("strength", (col("strength") * 0.5).cast(SqlType::Float)),
                 ],
             })
             .await?;

@@ -14,8 +14,7 @@ use mnemo_protocol::daemon::ReembedStatus;
 use super::EmbedService;
 use crate::error::Error;
 use crate::shutdown::Shutdown;
-use crate::store::filter::quote;
-use crate::store::{Store, StoreError, WriteOp};
+use crate::store::{col, Pred, Store, StoreError, WriteOp};
 
 /// Rows embedded per round.
 const BATCH: usize = 32;
@@ -41,8 +40,8 @@ impl ReembedProgress {
     }
 }
 
-fn stale(model: &str) -> String {
-    format!("embed_model <> {}", quote(model))
+fn stale(model: &str) -> Pred {
+    col("embed_model").ne(model)
 }
 
 /// Re-embeds every stale row, then ends. Does nothing while the embedder is a degraded
@@ -71,7 +70,7 @@ async fn reembed(
     progress: &ReembedProgress,
     model: &str,
 ) -> Result<u64, Error> {
-    let total = store.count(Some(stale(model))).await? as u64;
+    let total = store.count(&stale(model)).await? as u64;
     if total == 0 {
         return Ok(0);
     }
@@ -82,7 +81,7 @@ async fn reembed(
     progress.total.store(total, Ordering::Relaxed);
     let mut done = 0;
     while !shutdown.is_requested() {
-        let rows = store.plain_rows(stale(model), Some(BATCH)).await?;
+        let rows = store.plain_rows(&stale(model), Some(BATCH)).await?;
         if rows.is_empty() {
             break;
         }
@@ -116,7 +115,7 @@ async fn reembed(
             .writer()
             .submit(WriteOp::Patch {
                 batch,
-                only_if: Some(format!("target.{}", stale(model))),
+                only_if: Some(stale(model).on_target()),
             })
             .await?;
         done += rows.len() as u64;

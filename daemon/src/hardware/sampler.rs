@@ -13,7 +13,7 @@ use crate::embed::EmbedService;
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 use crate::store::system::{processes_batch, profile_batch, snapshots_batch, MINUTE, RAW};
-use crate::store::{Store, StoreError, WriteOp};
+use crate::store::{col, Store, StoreError, WriteOp};
 
 const HOUR_US: i64 = 3_600_000_000;
 /// How often the profile is checked for changes and old snapshots downsampled.
@@ -103,7 +103,7 @@ async fn prune_processes(engine: &Sampler, now: i64) -> Result<u64, StoreError> 
         .writer()
         .submit(WriteOp::DeleteWhere {
             table: engine.store.system().processes.clone(),
-            predicate: format!("last_seen < {cutoff}"),
+            predicate: col("last_seen").lt(cutoff),
         })
         .await
 }
@@ -206,7 +206,7 @@ async fn fold_old_snapshots(engine: &Sampler) -> Result<(), StoreError> {
                 batch,
             })
             .await?;
-        let predicate = format!("resolution = '{RAW}' AND at < {raw_cutoff}");
+        let predicate = col("resolution").eq(RAW).and(col("at").lt(raw_cutoff));
         writer
             .submit(WriteOp::DeleteWhere {
                 table: tables.snapshots.clone(),
@@ -220,7 +220,9 @@ async fn fold_old_snapshots(engine: &Sampler) -> Result<(), StoreError> {
         );
     }
     let minute_cutoff = now_micros() - config.minute_retention_days as i64 * 24 * HOUR_US;
-    let predicate = format!("resolution = '{MINUTE}' AND at < {minute_cutoff}");
+    let predicate = col("resolution")
+        .eq(MINUTE)
+        .and(col("at").lt(minute_cutoff));
     engine
         .store
         .writer()

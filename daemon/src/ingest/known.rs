@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::Known;
-use crate::store::filter::{id_list, CURRENT};
+use crate::store::col;
+use crate::store::filter::current;
 use crate::store::{MemoryRecord, Store, StoreError};
 
 type Key = (String, String, Option<String>, Option<i64>);
@@ -39,7 +40,7 @@ impl KnownContent {
     pub async fn load(&self, store: &Store) -> Result<usize, StoreError> {
         let rows = store
             .columns_of(
-                CURRENT.into(),
+                &current(),
                 &[
                     "id",
                     "namespace",
@@ -84,10 +85,7 @@ impl KnownContent {
         let mut stored: HashMap<Key, MemoryRecord> = HashMap::new();
         if !candidates.is_empty() {
             let rows = store
-                .plain_rows(
-                    format!("{} AND {CURRENT}", id_list("id", &candidates)),
-                    None,
-                )
+                .plain_rows(&col("id").one_of(&candidates).and(current()), None)
                 .await?;
             stored = rows.into_iter().map(|r| (key(&r), r)).collect();
         }

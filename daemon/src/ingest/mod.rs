@@ -14,9 +14,9 @@ use crate::access::AccessRecorder;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
-use crate::store::filter::{id_list, predicate_all_versions};
+use crate::store::filter::predicate_all_versions;
 use crate::store::schema::content_hash;
-use crate::store::{MemoryRecord, Store, StoreError, WriteOp};
+use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 use crate::understand;
 
 mod known;
@@ -302,7 +302,7 @@ impl Ingest {
                         .join(", ")
                 )));
             }
-            clauses.push(id_list("lineage", &lineages));
+            clauses.push(col("lineage").one_of(&lineages));
         }
         if let Some(filter) = &p.filter {
             if filter.as_of.is_some() {
@@ -312,17 +312,17 @@ impl Ingest {
             }
             let predicate =
                 predicate_all_versions(filter).map_err(|e| Error::invalid(e.to_string()))?;
-            if predicate.is_empty() {
+            if predicate == Pred::All {
                 return Err(Error::invalid(
                     "an empty filter would forget everything; name a namespace, kind, domain, session, source or time range",
                 ));
             }
-            clauses.push(format!("({predicate})"));
+            clauses.push(predicate);
         }
-        if clauses.is_empty() {
+        let Some(either) = clauses.into_iter().reduce(Pred::or) else {
             return Err(Error::invalid("say what to forget: ids, a filter, or both"));
-        }
-        let deleted = self.delete_with_traces(clauses.join(" OR ")).await?;
+        };
+        let deleted = self.delete_with_traces(either).await?;
         // Old versions and index files still hold the text until the purge.
         self.store.request_purge();
         let _ = self.events.send(Event::MemoryForgotten { count: deleted });
@@ -332,10 +332,10 @@ impl Ingest {
     /// Deletes what `predicate` matches and every trace of it elsewhere in the store: duplicates
     /// merged into it, summaries quoting it (their other sources are released to be summarised
     /// again), and its pending access events.
-    async fn delete_with_traces(&self, predicate: String) -> Result<u64> {
+    async fn delete_with_traces(&self, predicate: Pred) -> Result<u64> {
         let store = &self.store;
         let columns = ["id", "summarized_by", "is_summary"];
-        let mut rows = store.columns_of(predicate.clone(), &columns).await?;
+        let mut rows = store.columns_of(&predicate, &columns).await?;
         let mut ids: std::collections::BTreeSet<String> =
             rows.iter().map(|r| r.id.clone()).collect();
         let mut extra = Vec::new();
@@ -346,7 +346,7 @@ impl Ingest {
                 break;
             }
             let merged = store
-                .columns_of(id_list("superseded_by", &frontier), &columns)
+                .columns_of(&col("superseded_by").one_of(&frontier), &columns)
                 .await?;
             frontier = merged
                 .iter()
@@ -367,15 +367,15 @@ impl Ingest {
         summaries.extend(rows.iter().filter(|r| r.is_summary).map(|r| r.id.clone()));
         let mut full = predicate;
         if !extra.is_empty() {
-            full = format!("({full}) OR {}", id_list("id", &extra));
+            full = full.or(col("id").one_of(&extra));
         }
         let writer = store.writer();
         let deleted = writer.submit(WriteOp::Delete(full)).await?;
         if !summaries.is_empty() {
             writer
                 .submit(WriteOp::Update {
-                    predicate: id_list("summarized_by", &summaries),
-                    columns: vec![("summarized_by".into(), "CAST(NULL AS STRING)".into())],
+                    predicate: col("summarized_by").one_of(&summaries),
+                    columns: vec![("summarized_by", Expr::Null(SqlType::String))],
                 })
                 .await?;
         }
@@ -384,7 +384,7 @@ impl Ingest {
             writer
                 .submit(WriteOp::DeleteWhere {
                     table: store.runs().access_log.clone(),
-                    predicate: id_list("memory_id", chunk),
+                    predicate: col("memory_id").one_of(chunk),
                 })
                 .await?;
         }

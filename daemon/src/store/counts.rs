@@ -9,8 +9,9 @@ use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::Table;
 use mnemo_protocol::daemon::MemoryCounts;
 
-use super::filter::CURRENT;
+use super::filter::current;
 use super::schema::{from_batch, MemoryRecord};
+use super::sql::Filtered;
 use super::StoreError;
 
 #[derive(Default)]
@@ -52,7 +53,7 @@ impl Counts {
     pub async fn recount(&self, table: &Table) -> Result<(), StoreError> {
         let batches: Vec<RecordBatch> = table
             .query()
-            .only_if(CURRENT)
+            .filtered(&current())
             .select(Select::columns(&["kind"]))
             .execute()
             .await?

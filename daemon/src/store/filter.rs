@@ -1,15 +1,18 @@
-//! Turns the protocol's [`Filter`] into a LanceDB SQL predicate. Every value is quoted here,
-//! and only here, so no caller builds SQL from user text.
+//! Turns the protocol's [`Filter`] into a typed predicate over the memories.
 
 use mnemo_protocol::memory::Filter;
 use mnemo_protocol::time::parse_micros;
 
-/// Versions current now (not closed by an update, a merge or a summary).
-pub const CURRENT: &str = "valid_to IS NULL";
+use super::sql::{col, Expr, Pred};
 
-/// A SQL string literal, quotes doubled.
-pub fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+/// Versions current now (not closed by an update, a merge or a summary).
+pub fn current() -> Pred {
+    col("valid_to").null()
+}
+
+/// When a memory happened: its event time, or when it was added.
+pub fn event_time() -> Expr {
+    col("occurred_at").coalesce(col("created_at"))
 }
 
 /// A bad filter value, named by its field.
@@ -28,51 +31,43 @@ fn time(field: &'static str, value: &Option<String>) -> Result<Option<i64>, Filt
         .map_err(|message| FilterError { field, message })
 }
 
-/// The predicate for `filter`, seeing only versions current at `as_of` (or now).
-pub fn predicate(filter: &Filter) -> Result<String, FilterError> {
-    let mut parts = Vec::new();
-    let eq = |column: &str, value: &Option<String>, parts: &mut Vec<String>| {
+/// The predicate for `filter` without its validity window (every version).
+pub fn predicate_all_versions(filter: &Filter) -> Result<Pred, FilterError> {
+    let mut p = Pred::All;
+    let fields = [
+        ("namespace", &filter.namespace),
+        ("domain", &filter.domain),
+        ("session_id", &filter.session_id),
+        ("source", &filter.source),
+    ];
+    for (column, value) in fields {
         if let Some(v) = value {
-            parts.push(format!("{column} = {}", quote(v)));
+            p = p.and(col(column).eq(v));
         }
-    };
-    eq("namespace", &filter.namespace, &mut parts);
-    eq("domain", &filter.domain, &mut parts);
-    eq("session_id", &filter.session_id, &mut parts);
-    eq("source", &filter.source, &mut parts);
+    }
     if let Some(kind) = filter.kind {
-        parts.push(format!("kind = {}", quote(kind.as_str())));
+        p = p.and(col("kind").eq(kind.as_str()));
     }
     if let Some(t) = time("since", &filter.since)? {
-        parts.push(format!("coalesce(occurred_at, created_at) >= {t}"));
+        p = p.and(event_time().ge(t));
     }
     if let Some(t) = time("until", &filter.until)? {
-        parts.push(format!("coalesce(occurred_at, created_at) < {t}"));
+        p = p.and(event_time().lt(t));
     }
-    match time("as_of", &filter.as_of)? {
-        Some(t) => parts.push(format!(
-            "valid_from <= {t} AND (valid_to IS NULL OR valid_to > {t})"
-        )),
-        None => parts.push(CURRENT.into()),
-    }
-    Ok(parts.join(" AND "))
+    // Read here too so a bad `as_of` is named whatever the caller does with it.
+    time("as_of", &filter.as_of)?;
+    Ok(p)
 }
 
-/// The predicate for forget: every version, whatever its validity.
-pub fn predicate_all_versions(filter: &Filter) -> Result<String, FilterError> {
-    let current = predicate(&Filter {
-        as_of: None,
-        ..filter.clone()
-    })?;
-    Ok(current
-        .trim_end_matches(CURRENT)
-        .trim_end_matches(" AND ")
-        .to_string())
-}
-
-pub fn id_list(column: &str, ids: &[String]) -> String {
-    let quoted: Vec<String> = ids.iter().map(|id| quote(id)).collect();
-    format!("{column} IN ({})", quoted.join(", "))
+/// The predicate for `filter`, seeing only versions current at `as_of` (or now).
+pub fn predicate(filter: &Filter) -> Result<Pred, FilterError> {
+    let p = predicate_all_versions(filter)?;
+    Ok(match time("as_of", &filter.as_of)? {
+        Some(t) => p
+            .and(col("valid_from").le(t))
+            .and(col("valid_to").null().or(col("valid_to").gt(t))),
+        None => p.and(current()),
+    })
 }
 
 #[cfg(test)]
@@ -87,8 +82,8 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            predicate(&f).unwrap(),
-            "namespace = 'o''brien' AND valid_to IS NULL"
+            predicate(&f).unwrap().sql(),
+            "(namespace = 'o''brien') AND (valid_to IS NULL)"
         );
     }
 
@@ -101,14 +96,17 @@ mod tests {
             as_of: Some("2024-02-01".into()),
             ..Default::default()
         };
-        let p = predicate(&f).unwrap();
+        let p = predicate(&f).unwrap().sql();
         assert!(p.contains("kind = 'semantic'"), "{p}");
         assert!(
-            p.contains("coalesce(occurred_at, created_at) >= 1704067200000000"),
+            p.contains("COALESCE(occurred_at, created_at) >= 1704067200000000"),
             "{p}"
         );
         assert!(p.contains("valid_from <= 1706745600000000"), "{p}");
-        assert!(!p.contains("valid_to IS NULL AND"), "{p}");
+        assert!(
+            p.contains("(valid_to IS NULL) OR (valid_to > 1706745600000000)"),
+            "{p}"
+        );
     }
 
     #[test]
@@ -128,7 +126,10 @@ mod tests {
             namespace: Some("n".into()),
             ..Default::default()
         };
-        assert_eq!(predicate_all_versions(&f).unwrap(), "namespace = 'n'");
-        assert_eq!(predicate_all_versions(&Filter::default()).unwrap(), "");
+        assert_eq!(predicate_all_versions(&f).unwrap().sql(), "namespace = 'n'");
+        assert_eq!(
+            predicate_all_versions(&Filter::default()).unwrap(),
+            Pred::All
+        );
     }
 }

@@ -6,8 +6,8 @@ use lancedb::index::scalar::FullTextSearchQuery;
 use lancedb::query::ColumnOrdering;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 
-use super::filter::{id_list, quote};
 use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
+use super::sql::{col, Filtered, Pred};
 use super::{Store, StoreError};
 
 /// A row a retriever returned, with its raw score (`_distance` or `_score`).
@@ -38,13 +38,13 @@ impl Store {
     /// Rows matching `predicate` without their vectors.
     pub async fn plain_rows(
         &self,
-        predicate: String,
+        predicate: &Pred,
         limit: Option<usize>,
     ) -> Result<Vec<MemoryRecord>, StoreError> {
         let mut query = self
             .memories
             .query()
-            .only_if(predicate)
+            .filtered(predicate)
             .select(self.plain_columns());
         if let Some(limit) = limit {
             query = query.limit(limit);
@@ -57,23 +57,20 @@ impl Store {
     /// over the whole table that need a few columns, such as vectors for dedup.
     pub async fn columns_of(
         &self,
-        predicate: String,
+        predicate: &Pred,
         columns: &[&str],
     ) -> Result<Vec<MemoryRecord>, StoreError> {
         let query = self
             .memories
             .query()
-            .only_if(predicate)
+            .filtered(predicate)
             .select(Select::columns(columns));
         let batches = Self::collect(query.execute().await?).await?;
         Ok(batches.iter().flat_map(from_batch).collect())
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<MemoryRecord>, StoreError> {
-        Ok(self
-            .plain_rows(format!("id = {}", quote(id)), Some(1))
-            .await?
-            .pop())
+        Ok(self.plain_rows(&col("id").eq(id), Some(1)).await?.pop())
     }
 
     /// Rows by id, with vectors (for rewriting them).
@@ -84,7 +81,7 @@ impl Store {
         let batches = Self::collect(
             self.memories
                 .query()
-                .only_if(id_list("id", ids))
+                .filtered(&col("id").one_of(ids))
                 .execute()
                 .await?,
         )
@@ -95,18 +92,18 @@ impl Store {
     /// Up to `limit` rows matching `predicate`, newest id first, starting below `before`.
     pub async fn page(
         &self,
-        predicate: &str,
+        predicate: &Pred,
         before: Option<&str>,
         limit: usize,
     ) -> Result<Vec<MemoryRecord>, StoreError> {
-        let mut predicate = predicate.to_string();
+        let mut predicate = predicate.clone();
         if let Some(cursor) = before {
-            predicate = format!("({predicate}) AND id < {}", quote(cursor));
+            predicate = predicate.and(col("id").lt(cursor));
         }
         let batches = Self::collect(
             self.memories
                 .query()
-                .only_if(predicate)
+                .filtered(&predicate)
                 .select(self.plain_columns())
                 .order_by(Some(vec![ColumnOrdering::desc_nulls_last("id".into())]))
                 .limit(limit)
@@ -120,18 +117,14 @@ impl Store {
     /// Every version sharing `lineage`, and the duplicates consolidation merged into one of
     /// them (their `superseded_by` points in), oldest first.
     pub async fn lineage(&self, lineage: &str) -> Result<Vec<MemoryRecord>, StoreError> {
-        let mut rows = self
-            .plain_rows(format!("lineage = {}", quote(lineage)), None)
-            .await?;
+        let mut rows = self.plain_rows(&col("lineage").eq(lineage), None).await?;
         if !rows.is_empty() {
             let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
             let merged = self
                 .plain_rows(
-                    format!(
-                        "{} AND lineage <> {}",
-                        id_list("superseded_by", &ids),
-                        quote(lineage)
-                    ),
+                    &col("superseded_by")
+                        .one_of(&ids)
+                        .and(col("lineage").ne(lineage)),
                     None,
                 )
                 .await?;
@@ -146,20 +139,19 @@ impl Store {
     pub async fn vector_search(
         &self,
         vector: &[f32],
-        predicate: &str,
+        predicate: &Pred,
         limit: usize,
     ) -> Result<Vec<Scored>, StoreError> {
-        let predicate = format!(
-            "({predicate}) AND embed_model = {}",
-            quote(&self.embed_model)
-        );
+        let predicate = predicate
+            .clone()
+            .and(col("embed_model").eq(&self.embed_model));
         let query = self
             .memories
             .query()
             .nearest_to(vector)?
             .distance_type(lancedb::DistanceType::Cosine)
             .refine_factor(4)
-            .only_if(predicate)
+            .filtered(&predicate)
             .select(self.columns_with("_distance"))
             .limit(limit);
         let batches = Self::collect(query.execute().await?).await?;
@@ -170,14 +162,14 @@ impl Store {
     pub async fn text_search(
         &self,
         text: &str,
-        predicate: &str,
+        predicate: &Pred,
         limit: usize,
     ) -> Result<Vec<Scored>, StoreError> {
         let query = self
             .memories
             .query()
             .full_text_search(FullTextSearchQuery::new(text.to_string()))
-            .only_if(predicate)
+            .filtered(predicate)
             .select(self.columns_with("_score"))
             .limit(limit);
         let batches = Self::collect(query.execute().await?).await?;

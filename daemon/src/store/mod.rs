@@ -8,6 +8,7 @@ pub mod maintenance;
 mod memories;
 pub mod runs;
 pub mod schema;
+pub mod sql;
 pub mod system;
 pub mod writer;
 
@@ -19,15 +20,17 @@ use std::time::Duration;
 use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::{Array, RecordBatch, RecordBatchIterator, StringArray};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
-use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::query::ExecutableQuery;
 use lancedb::{Connection, Table};
 
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
+pub use sql::{col, Expr, Pred, SqlType};
 pub use writer::{WriteOp, WriterHandle};
 
 use crate::config::StoreConfig;
 use counts::Counts;
 use mnemo_protocol::daemon::MemoryCounts;
+use sql::Filtered;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -248,8 +251,8 @@ impl Store {
         &self.db
     }
 
-    pub async fn count(&self, predicate: Option<String>) -> Result<usize, StoreError> {
-        Ok(self.memories.count_rows(predicate).await?)
+    pub async fn count(&self, predicate: &Pred) -> Result<usize, StoreError> {
+        Ok(self.memories.count_rows(predicate.filter()).await?)
     }
 
     /// Waits for the writer to commit everything queued. Call after every handle but this
@@ -343,7 +346,7 @@ async fn open_meta(db: &Connection, names: &[String]) -> Result<Table, StoreErro
 async fn read_meta(meta: &Table, key: &str) -> Result<Option<String>, StoreError> {
     let batches: Vec<RecordBatch> = meta
         .query()
-        .only_if(format!("key = {}", filter::quote(key)))
+        .filtered(&col("key").eq(key))
         .execute()
         .await?
         .try_collect()

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
-use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::query::ExecutableQuery;
 use lancedb::{Connection, Table};
 use mnemo_protocol::consolidate::RunRecord;
 use mnemo_protocol::time::parse_micros;
 
+use super::sql::{col, Filtered};
 use super::system::{json, json_rows, open_or_create};
 use super::StoreError;
 
@@ -57,7 +58,7 @@ impl RunTables {
 
     /// Runs, newest first.
     pub async fn recent(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
-        let rows: Vec<(i64, RunRecord)> = json_rows(&self.runs, "at >= 0".into()).await?;
+        let rows: Vec<(i64, RunRecord)> = json_rows(&self.runs, &col("at").ge(0_i64)).await?;
         Ok(rows.into_iter().rev().take(limit).map(|(_, r)| r).collect())
     }
 
@@ -66,7 +67,7 @@ impl RunTables {
         let batches: Vec<RecordBatch> = self
             .access_log
             .query()
-            .only_if(format!("at <= {until}"))
+            .filtered(&col("at").le(until))
             .execute()
             .await?
             .try_collect()

@@ -14,6 +14,7 @@ use lancedb::{Connection, Table};
 use mnemo_protocol::system::{ProcessEntry, Snapshot, SystemProfile};
 use mnemo_protocol::time::parse_micros;
 
+use super::sql::{col, Filtered, Pred};
 use super::StoreError;
 
 pub const SNAPSHOTS: &str = "snapshots";
@@ -161,11 +162,11 @@ pub fn processes_batch(rows: &[(String, ProcessEntry)]) -> Result<RecordBatch, S
 
 pub(super) async fn json_rows<T: serde::de::DeserializeOwned>(
     table: &Table,
-    predicate: String,
+    predicate: &Pred,
 ) -> Result<Vec<(i64, T)>, StoreError> {
     let batches: Vec<RecordBatch> = table
         .query()
-        .only_if(predicate)
+        .filtered(predicate)
         .execute()
         .await?
         .try_collect()
@@ -204,15 +205,18 @@ impl SystemTables {
         since: i64,
         until: i64,
     ) -> Result<Vec<Snapshot>, StoreError> {
-        let rows: Vec<(i64, Snapshot)> =
-            json_rows(&self.snapshots, format!("at >= {since} AND at < {until}")).await?;
+        let rows: Vec<(i64, Snapshot)> = json_rows(
+            &self.snapshots,
+            &col("at").ge(since).and(col("at").lt(until)),
+        )
+        .await?;
         Ok(rows.into_iter().map(|(_, s)| s).collect())
     }
 
     pub async fn raw_snapshots_before(&self, before: i64) -> Result<Vec<Snapshot>, StoreError> {
         let rows: Vec<(i64, Snapshot)> = json_rows(
             &self.snapshots,
-            format!("resolution = '{RAW}' AND at < {before}"),
+            &col("resolution").eq(RAW).and(col("at").lt(before)),
         )
         .await?;
         Ok(rows.into_iter().map(|(_, s)| s).collect())
@@ -226,7 +230,7 @@ impl SystemTables {
         let batches: Vec<RecordBatch> = self
             .processes
             .query()
-            .only_if(format!("last_seen >= {since}"))
+            .filtered(&col("last_seen").ge(since))
             .select(lancedb::query::Select::columns(&["key", "first_seen"]))
             .execute()
             .await?
@@ -254,7 +258,7 @@ impl SystemTables {
 
     pub async fn latest_profile(&self) -> Result<Option<SystemProfile>, StoreError> {
         let rows: Vec<(i64, SystemProfile)> =
-            json_rows(&self.profiles, "detected_at >= 0".into()).await?;
+            json_rows(&self.profiles, &col("detected_at").ge(0_i64)).await?;
         Ok(rows.into_iter().last().map(|(_, p)| p))
     }
 }

@@ -19,8 +19,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::counts::Counts;
-use super::filter::{quote, CURRENT};
+use super::filter::current;
 use super::schema::{to_batch, MemoryRecord};
+use super::sql::{col, Expr, Pred};
 use super::StoreError;
 
 pub enum WriteOp {
@@ -34,14 +35,15 @@ pub enum WriteOp {
         old: Box<MemoryRecord>,
         new: Box<MemoryRecord>,
     },
-    /// A SQL predicate; answers the number of rows deleted.
-    Delete(String),
+    /// Deletes the memories `predicate` matches; answers the number of rows deleted.
+    Delete(Pred),
     /// Some columns of existing memories, keyed by `id` (a partial-schema merge: the other
     /// columns, vectors included, are left as they are). Rows matching no id, or failing
-    /// `only_if` (SQL over `target.` and `source.`), are left alone. Answers rows updated.
+    /// `only_if` (over [`Expr::Target`] and [`Expr::Source`] columns), are left alone.
+    /// Answers rows updated.
     Patch {
         batch: RecordBatch,
-        only_if: Option<String>,
+        only_if: Option<Pred>,
     },
     /// Folds new rows into the memories' indexes. Done here, between commits, because run
     /// beside the writer under steady writes it lost every commit race and gave up.
@@ -56,11 +58,11 @@ pub enum WriteOp {
     /// Makes forgotten content unreadable: rewrites fragments that hold deleted rows,
     /// rebuilds the full-text index, and prunes every older version and unreferenced file.
     Purge,
-    /// Sets `columns` (name, SQL expression over the old row) where `predicate` holds;
-    /// answers the number of rows updated. Bookkeeping only: content changes are versions.
+    /// Sets `columns` (name, expression over the old row) where `predicate` holds; answers
+    /// the number of rows updated. Bookkeeping only: content changes are versions.
     Update {
-        predicate: String,
-        columns: Vec<(String, String)>,
+        predicate: Pred,
+        columns: Vec<(&'static str, Expr)>,
     },
     /// Rows for another table; consecutive appends to one table commit together.
     Append { table: Table, batch: RecordBatch },
@@ -71,7 +73,7 @@ pub enum WriteOp {
         batch: RecordBatch,
     },
     /// Deletes from another table.
-    DeleteWhere { table: Table, predicate: String },
+    DeleteWhere { table: Table, predicate: Pred },
 }
 
 impl WriteOp {
@@ -342,7 +344,7 @@ impl WriteOp {
         match self {
             WriteOp::Delete(_) => true,
             WriteOp::Patch { batch, .. } => batch.column_by_name("valid_to").is_some(),
-            WriteOp::Update { columns, .. } => columns.iter().any(|(c, _)| c == "valid_to"),
+            WriteOp::Update { columns, .. } => columns.iter().any(|(c, _)| *c == "valid_to"),
             _ => false,
         }
     }
@@ -391,7 +393,7 @@ async fn build_text_index(table: &Table) -> Result<(), StoreError> {
 async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreError> {
     let table = &memories.table;
     match op {
-        WriteOp::Delete(predicate) => Ok(table.delete(predicate.as_str()).await?.num_deleted_rows),
+        WriteOp::Delete(predicate) => Ok(table.delete(&predicate.sql()).await?.num_deleted_rows),
         WriteOp::Supersede { old, new } => supersede(memories, *old, *new).await,
         WriteOp::CompactSmall => {
             let stats = table
@@ -436,18 +438,21 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
             let schema = batch.schema();
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
             let mut merge = table.merge_insert(&["id"]);
-            merge.when_matched_update_all(only_if);
+            merge.when_matched_update_all(only_if.map(|p| p.sql()));
             Ok(merge.execute(Box::new(reader)).await?.num_updated_rows)
         }
         WriteOp::Update { predicate, columns } => {
-            let mut update = table.update().only_if(predicate);
+            let mut update = table.update();
+            if let Some(filter) = predicate.filter() {
+                update = update.only_if(filter);
+            }
             for (name, expr) in columns {
-                update = update.column(name, expr);
+                update = update.column(name, expr.sql());
             }
             Ok(update.execute().await?.rows_updated)
         }
         WriteOp::DeleteWhere { table, predicate } => {
-            Ok(table.delete(predicate.as_str()).await?.num_deleted_rows)
+            Ok(table.delete(&predicate.sql()).await?.num_deleted_rows)
         }
         WriteOp::Merge { table, on, batch } => {
             let rows = batch.num_rows() as u64;
@@ -475,7 +480,7 @@ async fn supersede(
 ) -> Result<u64, StoreError> {
     let still_current = memories
         .table
-        .count_rows(Some(format!("id = {} AND {CURRENT}", quote(&old.id))))
+        .count_rows(col("id").eq(&old.id).and(current()).filter())
         .await?;
     if still_current == 0 {
         return Err(StoreError::Conflict(format!(
