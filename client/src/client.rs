@@ -20,6 +20,17 @@ pub enum ClientError {
         socket: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "refusing to talk to {}: it is served by {}, not by you (uid {me}). Another user may have \
+         taken the socket's place; check the directory's owner, or pass --socket",
+        socket.display(),
+        served_by.map(|u| format!("uid {u}")).unwrap_or_else(|| "an unknown user".into())
+    )]
+    Impostor {
+        socket: PathBuf,
+        served_by: Option<u32>,
+        me: u32,
+    },
     #[error("lost the connection to mnemod: {0}")]
     Io(#[from] std::io::Error),
     #[error("mnemod closed the connection")]
@@ -47,6 +58,29 @@ fn parse_event(line: &str) -> Option<EventParams> {
     serde_json::from_value(value.get("params")?.clone()).ok()
 }
 
+/// Checks, before a byte is sent, that the process answering runs as this user: a socket
+/// in a directory someone else controls could be theirs.
+#[cfg(unix)]
+fn served_by_me(stream: &Stream, socket: &Path) -> Result<(), ClientError> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let served_by = stream.peer_creds().ok().and_then(|c| c.euid());
+    if served_by == Some(me) {
+        return Ok(());
+    }
+    Err(ClientError::Impostor {
+        socket: socket.to_path_buf(),
+        served_by,
+        me,
+    })
+}
+
+/// Named pipes are per-session on Windows and their default ACL admits only this user.
+#[cfg(not(unix))]
+fn served_by_me(_: &Stream, _: &Path) -> Result<(), ClientError> {
+    Ok(())
+}
+
 impl Client {
     pub async fn connect(socket: &Path) -> Result<Self, ClientError> {
         let not_running = |source| ClientError::NotRunning {
@@ -55,6 +89,7 @@ impl Client {
         };
         let name = mnemo_protocol::socket::name(socket).map_err(not_running)?;
         let stream = Stream::connect(name).await.map_err(not_running)?;
+        served_by_me(&stream, socket)?;
         let (read, writer) = tokio::io::split(stream);
         Ok(Self {
             reader: BufReader::new(read),

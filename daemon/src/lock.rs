@@ -1,5 +1,6 @@
 //! One daemon per data directory: an exclusive `flock` on `<data_dir>/mnemod.lock`, held for
-//! the daemon's life and released by the kernel even when it crashes.
+//! the daemon's life and released by the kernel even when it crashes. The directory is made
+//! private (0700) first: it holds a person's memories.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -27,7 +28,7 @@ impl DataDirLock {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(data_dir).map_err(io)?;
+        make_private(data_dir).map_err(io)?;
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -54,6 +55,30 @@ impl DataDirLock {
         file.flush().map_err(io)?;
         Ok(Self { _file: file })
     }
+}
+
+/// Creates `dir` 0700, or narrows an existing one that others could enter to 0700.
+#[cfg(unix)]
+fn make_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        tracing::warn!(
+            "the data dir {} was open to others (mode {mode:o}); narrowed it to 700",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn make_private(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
 }
 
 #[cfg(unix)]

@@ -87,6 +87,12 @@ fn init_logging(config: &Config) {
 }
 
 fn main() -> std::process::ExitCode {
+    // Everything mnemod creates (database, lock, socket) is for this user alone.
+    #[cfg(unix)]
+    // SAFETY: umask has no preconditions and cannot fail.
+    unsafe {
+        libc::umask(0o077);
+    }
     mnemo_protocol::manpage::print_if_asked(<Cli as clap::CommandFactory>::command);
     let cli = Cli::parse();
     let args = cli.args;

@@ -88,6 +88,8 @@ impl Daemon {
     pub fn start_configured(embedder: Embedder, config: &str, extra_args: &[&str]) -> Daemon {
         let home = tempfile::Builder::new()
             .prefix("mnemo-e2e")
+            // Private, as mnemod requires of a socket's directory.
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .expect("temp dir");
         let mut daemon = Daemon {

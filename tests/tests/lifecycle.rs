@@ -187,7 +187,12 @@ fn ready_fd_is_written_once_the_socket_accepts() {
     let text = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("no readiness within 60 s");
-    assert_eq!(text, "READY=1\n");
+    assert_eq!(
+        text,
+        "READY=1\n",
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     assert!(socket.exists(), "ready before the socket exists");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();

@@ -402,3 +402,42 @@ fn cli_memory_commands() {
     assert_eq!(code, Some(0));
     assert!(out.contains("forgot 1"), "{out}");
 }
+
+/// The duplicate check holds when the same text arrives many times at once.
+#[tokio::test]
+async fn the_same_text_added_concurrently_is_stored_once() {
+    let daemon = Daemon::start();
+    let adds: Vec<_> = (0..48)
+        .map(|_| {
+            let socket = daemon.socket.clone();
+            tokio::spawn(async move {
+                let mut c = Client::connect(&socket).await.unwrap();
+                c.call::<Add>(&AddParams {
+                    content: "Maria's birthday is on the fourth of May".into(),
+                    namespace: Some("family".into()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .id
+            })
+        })
+        .collect();
+    let mut ids = std::collections::BTreeSet::new();
+    for add in adds {
+        ids.insert(add.await.unwrap());
+    }
+    assert_eq!(ids.len(), 1, "48 adds answered {ids:?}");
+    let mut c = daemon.client().await;
+    let listed = c
+        .call::<List>(&ListParams {
+            filter: Filter {
+                namespace: Some("family".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.memories.len(), 1);
+}

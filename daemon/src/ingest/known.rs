@@ -5,9 +5,14 @@
 //! Which texts are stored is kept in memory (loaded once at start), so the common case, a new
 //! text, costs no query. A hit is checked against the store before it is trusted, so an entry
 //! left behind by a forget or a merge is only ever a wasted lookup, never a wrong answer.
+//!
+//! Adds of the same key at the same moment take turns ([`KnownContent::claim`]): the first
+//! stores it, the others then find it stored.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
 
 use super::Known;
 use crate::store::col;
@@ -29,11 +34,70 @@ fn key(r: &MemoryRecord) -> Key {
 #[derive(Default)]
 pub struct KnownContent {
     ids: Mutex<HashMap<Key, String>>,
+    /// Keys an add is storing right now; others with the same key wait for it.
+    claims: Mutex<HashMap<Key, Arc<Notify>>>,
+}
+
+/// The keys one add is storing; released (and their waiters woken) on drop.
+pub struct Claim<'a> {
+    known: &'a KnownContent,
+    keys: Vec<Key>,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut claims = self.known.claims();
+        for k in &self.keys {
+            if let Some(notify) = claims.remove(k) {
+                notify.notify_waiters();
+            }
+        }
+    }
 }
 
 impl KnownContent {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, String>> {
         self.ids.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn claims(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Notify>>> {
+        self.claims.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Claims the keys of `records` for one add, once no other add holds any of them (all at
+    /// once, so two batches cannot each hold half of the other's keys).
+    pub async fn claim(&self, records: &[MemoryRecord]) -> Claim<'_> {
+        let keys: Vec<Key> = records
+            .iter()
+            .map(key)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        loop {
+            let held = {
+                let mut claims = self.claims();
+                match keys.iter().find_map(|k| claims.get(k).cloned()) {
+                    Some(notify) => notify,
+                    None => {
+                        for k in &keys {
+                            claims.insert(k.clone(), Arc::new(Notify::new()));
+                        }
+                        return Claim { known: self, keys };
+                    }
+                }
+            };
+            let released = held.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            // Released between the look and `enable`? Then there is nothing to wait for.
+            let still_held = self
+                .claims()
+                .values()
+                .any(|other| Arc::ptr_eq(other, &held));
+            if still_held {
+                released.await;
+            }
+        }
     }
 
     /// Reads the current memories' keys (a few columns, one pass).
@@ -126,5 +190,21 @@ mod tests {
         assert_eq!(known.lock().get(&key(&b)), Some(&"b".to_string()));
         known.remove(&b);
         assert!(known.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_second_claim_of_a_key_waits_for_the_first() {
+        let known = Arc::new(KnownContent::default());
+        let a = record("a", "x", 4);
+        let first = known.claim(std::slice::from_ref(&a)).await;
+        let (k2, a2) = (known.clone(), a.clone());
+        let second = tokio::spawn(async move {
+            let _claim = k2.claim(std::slice::from_ref(&a2)).await;
+        });
+        tokio::task::yield_now().await;
+        assert!(!second.is_finished());
+        drop(first);
+        second.await.unwrap();
+        assert!(known.claims().is_empty());
     }
 }

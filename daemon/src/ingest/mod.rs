@@ -153,6 +153,7 @@ impl Ingest {
             })?;
             records.push(record);
         }
+        let _claim = self.known.claim(&records).await;
         let (fresh, answer, repeated) = self.known.skip_known(&self.store, records).await?;
         self.access.record(repeated);
         if !fresh.is_empty() {

@@ -7,18 +7,30 @@ use futures::future::join_all;
 use mnemo_protocol::{Id, Response, RpcError};
 use serde_json::Value;
 
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::connection::Budget;
 use super::router::Router;
 use super::session::Session;
 use super::state::{InFlight, State};
 
-/// Answers one frame; `None` when nothing is to be sent (only notifications).
+/// Most calls in one batch.
+pub const MAX_BATCH: usize = 256;
+
+/// Answers one frame; `None` when nothing is to be sent (only notifications). The frame's
+/// bytes, and the budget `frame_bytes` holds for them, are let go as soon as it is parsed.
 pub async fn handle_frame(
     router: &Router,
     engine: &Arc<State>,
     session: &Arc<Session>,
-    frame: &[u8],
+    budget: &Budget,
+    frame: Vec<u8>,
+    frame_bytes: Option<OwnedSemaphorePermit>,
 ) -> Option<Value> {
-    let value: Value = match serde_json::from_slice(frame) {
+    let parsed = serde_json::from_slice::<Value>(&frame);
+    drop(frame);
+    drop(frame_bytes);
+    let value = match parsed {
         Ok(v) => v,
         Err(e) => {
             return Some(reply(Response::err(
@@ -32,11 +44,18 @@ pub async fn handle_frame(
             Id::Null,
             RpcError::invalid_request("empty batch: send at least one request"),
         ))),
+        Value::Array(items) if items.len() > MAX_BATCH => Some(reply(Response::err(
+            Id::Null,
+            RpcError::invalid_request(format!(
+                "a batch of {} requests is over the limit of {MAX_BATCH}; split it into smaller batches",
+                items.len()
+            )),
+        ))),
         Value::Array(items) => {
             let replies: Vec<Value> = join_all(
                 items
                     .into_iter()
-                    .map(|item| handle_one(router, engine, session, item)),
+                    .map(|item| handle_one(router, engine, session, budget, item)),
             )
             .await
             .into_iter()
@@ -45,7 +64,9 @@ pub async fn handle_frame(
             .collect();
             (!replies.is_empty()).then_some(Value::Array(replies))
         }
-        single => handle_one(router, engine, session, single).await.map(reply),
+        single => handle_one(router, engine, session, budget, single)
+            .await
+            .map(reply),
     }
 }
 
@@ -57,6 +78,7 @@ async fn handle_one(
     router: &Router,
     engine: &Arc<State>,
     session: &Arc<Session>,
+    budget: &Budget,
     item: Value,
 ) -> Option<Response> {
     let Value::Object(mut object) = item else {
@@ -99,6 +121,8 @@ async fn handle_one(
     if crate::consolidate::idle::is_user_work(&method) {
         engine.consolidation.activity.touch();
     }
+    // This connection's turn first, so one connection cannot take every slot below.
+    let _turn = budget.call().await;
     let result = match InFlight::acquire(&engine.in_flight, engine.limits.max_in_flight) {
         None => Err(RpcError::overloaded(format!(
             "more than {} requests in flight; retry shortly",

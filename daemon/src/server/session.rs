@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mnemo_protocol::events::{EventParams, Topic, TopicsParams, TopicsResult, EVENT};
 use tokio::sync::{broadcast, mpsc, watch};
 
+use super::connection::Outgoing;
 use super::state::State;
 
 #[derive(Default)]
@@ -48,7 +49,7 @@ fn chosen(p: TopicsParams) -> Vec<Topic> {
 pub async fn forward_events(
     session: Arc<Session>,
     engine: Arc<State>,
-    replies: mpsc::Sender<String>,
+    replies: mpsc::Sender<Outgoing>,
 ) {
     let mut topics = session.topics.subscribe();
     let mut events: Option<broadcast::Receiver<crate::events::Event>> = None;
@@ -91,7 +92,11 @@ pub async fn forward_events(
                     "method": EVENT,
                     "params": EventParams { topic, event },
                 });
-                if replies.send(notification.to_string()).await.is_err() {
+                if replies
+                    .send(Outgoing::plain(notification.to_string()))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }

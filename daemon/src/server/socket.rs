@@ -16,6 +16,12 @@ pub enum SocketError {
         dir: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "refusing the socket directory {}: {why}. Remove it or make it yours with mode 700 \
+         (`chmod 700`), or pass --socket in a directory of your own",
+        dir.display()
+    )]
+    UnsafeDir { dir: PathBuf, why: String },
     #[error("cannot listen on {}: {source}", path.display())]
     Bind {
         path: PathBuf,
@@ -81,7 +87,7 @@ pub fn from_activation(_: ActivationFd) -> Result<Listener, SocketError> {
     unreachable!("socket activation is systemd's")
 }
 
-/// Binds the socket at `path`, creating its directory 0700 when it does not exist.
+/// Binds the socket at `path` in a directory that is this user's alone (see `prepare_dir`).
 pub async fn bind(path: &Path) -> Result<Listener, SocketError> {
     #[cfg(unix)]
     prepare_dir(path)?;
@@ -115,33 +121,56 @@ pub async fn bind(path: &Path) -> Result<Listener, SocketError> {
     })
 }
 
+/// Makes sure the socket's directory is this user's alone: created 0700 when absent; refused
+/// when it is a symbolic link, belongs to someone else, or admits group or others (whoever
+/// controls the directory can put their own socket in ours' place). Checked on a handle
+/// opened without following links, so the directory cannot be swapped between check and use.
 #[cfg(unix)]
 fn prepare_dir(path: &Path) -> Result<(), SocketError> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let Some(dir) = path.parent() else {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
         return Ok(());
     };
     let fail = |source| SocketError::Dir {
         dir: dir.into(),
         source,
     };
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(fail)?;
-        // DirBuilder's mode passes through the umask; make sure.
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)?;
-    } else {
-        let mode = std::fs::metadata(dir).map_err(fail)?.permissions().mode();
-        if mode & 0o022 != 0 && mode & 0o1000 == 0 {
-            tracing::warn!(
-                "socket directory {} is writable by others (mode {:o})",
-                dir.display(),
-                mode & 0o777
-            );
-        }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(fail)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(fail(e)),
+    }
+    let unsafe_dir = |why: String| SocketError::UnsafeDir {
+        dir: dir.into(),
+        why,
+    };
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) => {
+                unsafe_dir("it is a symbolic link or not a directory".into())
+            }
+            _ => fail(e),
+        })?;
+    let meta = handle.metadata().map_err(fail)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(unsafe_dir(format!(
+            "it belongs to uid {}, not to you (uid {me})",
+            meta.uid()
+        )));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(unsafe_dir(format!(
+            "its mode {mode:o} lets others in (it must be 700)"
+        )));
     }
     Ok(())
 }

@@ -169,16 +169,16 @@ fn data_dir(checks: &mut Vec<Check>, dir: &Path) {
                 ));
                 return;
             }
-            if mode & 0o022 != 0 {
+            if mode & 0o077 != 0 {
                 checks.push(check(
                     "data dir",
                     Verdict::Warn,
                     format!(
-                        "{} is writable by others (mode {:o})",
+                        "{} is open to other users (mode {:o}): they can read memories from it",
                         dir.display(),
                         mode & 0o777
                     ),
-                    Some("chmod 700 it: memories are private"),
+                    Some("chmod 700 it (mnemod narrows it at its next start)"),
                 ));
                 return;
             }

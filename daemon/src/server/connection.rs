@@ -1,0 +1,251 @@
+//! One client connection: reads frames, runs each on its own task (so a connection can
+//! pipeline), and writes replies as they finish — within a budget, so a client that sends
+//! without reading, or sends one huge batch, holds a bounded share of the daemon.
+//!
+//! - **frames**: at most [`FRAMES`] requests read but not yet answered; past it the
+//!   connection is not read until a reply goes out.
+//! - **calls**: at most a quarter of `max_in_flight` calls (requests or batch items) of one
+//!   connection run at once; the rest wait their turn instead of taking every slot.
+//! - **bytes**: request bytes not yet parsed plus reply bytes not yet written stay under
+//!   [`bytes_budget`]; a reply waits for room, and while it waits the connection is not read.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use interprocess::local_socket::tokio::Stream;
+use mnemo_protocol::{Id, Response, RpcError};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio_util::task::TaskTracker;
+
+use super::frame::{read_frame, Frame};
+use super::router::Router;
+use super::{rpc, session, State};
+
+/// Requests of one connection read and not yet answered.
+pub const FRAMES: usize = 16;
+
+/// How long, once shutdown is asked, replies wait for a client that does not read.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Request and reply bytes one connection may hold in the daemon.
+pub fn bytes_budget(max_frame_bytes: usize) -> usize {
+    (2 * max_frame_bytes).max(32 << 20)
+}
+
+/// What one connection may hold at once.
+pub struct Budget {
+    frames: Arc<Semaphore>,
+    calls: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+    bytes_total: usize,
+}
+
+impl Budget {
+    pub fn new(max_in_flight: usize, max_frame_bytes: usize) -> Self {
+        let bytes_total = bytes_budget(max_frame_bytes).min(Semaphore::MAX_PERMITS);
+        Self {
+            frames: Arc::new(Semaphore::new(FRAMES)),
+            calls: Arc::new(Semaphore::new((max_in_flight / 4).max(1))),
+            bytes: Arc::new(Semaphore::new(bytes_total)),
+            bytes_total,
+        }
+    }
+
+    /// Room for `n` bytes (all of the budget for more than it holds).
+    pub async fn bytes(&self, n: usize) -> Option<OwnedSemaphorePermit> {
+        let n = n.clamp(1, self.bytes_total).min(u32::MAX as usize) as u32;
+        self.bytes.clone().acquire_many_owned(n).await.ok()
+    }
+
+    /// A turn for one call of this connection.
+    pub async fn call(&self) -> Option<OwnedSemaphorePermit> {
+        self.calls.clone().acquire_owned().await.ok()
+    }
+
+    async fn frame(&self) -> Option<OwnedSemaphorePermit> {
+        self.frames.clone().acquire_owned().await.ok()
+    }
+}
+
+/// A line for the client, with the budget it holds until it is written.
+pub struct Outgoing {
+    pub line: String,
+    pub held: Vec<OwnedSemaphorePermit>,
+}
+
+impl Outgoing {
+    pub fn plain(line: String) -> Self {
+        Self {
+            line,
+            held: Vec::new(),
+        }
+    }
+}
+
+pub async fn serve(stream: Stream, engine: Arc<State>, router: Arc<Router>, tracker: TaskTracker) {
+    engine.connections.fetch_add(1, Ordering::Relaxed);
+    let (read, mut write) = tokio::io::split(stream);
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    let (replies, mut outbox) = mpsc::channel::<Outgoing>(FRAMES);
+    let shutdown = engine.shutdown.clone();
+    let writer = tokio::spawn(async move {
+        // A client that stops reading must not hold shutdown up for ever: after a grace,
+        // its unsent replies are dropped (and their budget with them).
+        let stalled = async {
+            shutdown.requested().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::pin!(stalled);
+        loop {
+            let out = tokio::select! {
+                _ = &mut stalled => break,
+                out = outbox.recv() => match out {
+                    Some(out) => out,
+                    None => break,
+                },
+            };
+            let Outgoing { mut line, held } = out;
+            line.push('\n');
+            let written = tokio::select! {
+                _ = &mut stalled => break,
+                written = write.write_all(line.as_bytes()) => written,
+            };
+            if written.is_err() {
+                break;
+            }
+            // The budget the reply held is given back once its bytes are gone.
+            drop(held);
+        }
+        let _ = write.flush().await;
+    });
+    let session = Arc::new(session::Session::default());
+    let events = tokio::spawn(session::forward_events(
+        session.clone(),
+        engine.clone(),
+        replies.clone(),
+    ));
+    let limits = &engine.limits;
+    let (limit, budget) = (
+        limits.max_frame_bytes,
+        Arc::new(Budget::new(limits.max_in_flight, limits.max_frame_bytes)),
+    );
+    let mut buf = Vec::new();
+    let mut bytes_read = 0usize;
+    loop {
+        let frame = tokio::select! {
+            _ = engine.shutdown.requested() => break,
+            frame = next_frame(&mut reader, limit, &mut buf, &budget) => frame,
+        };
+        let (frame, turn, request_bytes) = match frame {
+            Ok(Some(read)) => read,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!("connection read failed: {e}");
+                break;
+            }
+        };
+        match frame {
+            Frame::Line(line) => {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                bytes_read += line.len();
+                let (engine, router, replies) = (engine.clone(), router.clone(), replies.clone());
+                let (session, budget) = (session.clone(), budget.clone());
+                tracker.spawn(async move {
+                    let reply =
+                        rpc::handle_frame(&router, &engine, &session, &budget, line, request_bytes)
+                            .await;
+                    if let Some(reply) = reply {
+                        let line = reply.to_string();
+                        drop(reply);
+                        let mut held = vec![turn];
+                        held.extend(budget.bytes(line.len()).await);
+                        let _ = replies.send(Outgoing { line, held }).await;
+                    }
+                });
+            }
+            Frame::TooLarge { bytes } => {
+                let error = RpcError::invalid_request(format!(
+                    "request of {bytes} bytes is over the limit of {limit} (max_frame_bytes); send less per request"
+                ));
+                let reply =
+                    serde_json::to_string(&Response::err(Id::Null, error)).unwrap_or_default();
+                let _ = replies
+                    .send(Outgoing {
+                        line: reply,
+                        held: vec![turn],
+                    })
+                    .await;
+            }
+            Frame::End => break,
+        }
+    }
+    // Replies still being computed hold their own sender; the writer ends after the last one.
+    events.abort();
+    drop(replies);
+    let _ = writer.await;
+    engine.connections.fetch_sub(1, Ordering::Relaxed);
+    if bytes_read > 16 << 20 {
+        give_back_memory();
+    }
+}
+
+type Read = (Frame, OwnedSemaphorePermit, Option<OwnedSemaphorePermit>);
+
+/// The next frame once this connection has a free turn, with a turn and room for its bytes;
+/// `None` at the end.
+async fn next_frame(
+    reader: &mut BufReader<tokio::io::ReadHalf<Stream>>,
+    limit: usize,
+    buf: &mut Vec<u8>,
+    budget: &Budget,
+) -> std::io::Result<Option<Read>> {
+    let Some(turn) = budget.frame().await else {
+        return Ok(None);
+    };
+    let frame = read_frame(reader, limit, buf).await?;
+    // A connection that sent large frames leaves its buffer at their size; start small again.
+    if buf.capacity() > 1 << 20 {
+        *buf = Vec::new();
+    }
+    let bytes = match &frame {
+        Frame::Line(line) => budget.bytes(line.len()).await,
+        _ => None,
+    };
+    Ok(Some((frame, turn, bytes)))
+}
+
+/// Returns freed heap to the system after a connection that moved a lot of data: glibc keeps
+/// it otherwise, and the daemon would stay at its peak size.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_connection_gets_a_quarter_of_the_calls_and_bounded_bytes() {
+        let budget = Budget::new(8, 1 << 20);
+        let turns: Vec<_> = futures::future::join_all((0..2).map(|_| budget.call())).await;
+        assert!(turns.iter().all(Option::is_some));
+        // The third call waits for one of the first two.
+        let third = tokio::time::timeout(std::time::Duration::from_millis(20), budget.call());
+        assert!(third.await.is_err());
+        drop(turns);
+        assert!(budget.call().await.is_some());
+        // A reply larger than the whole budget takes all of it, and still goes.
+        let all = budget.bytes(usize::MAX).await.unwrap();
+        let more = tokio::time::timeout(std::time::Duration::from_millis(20), budget.bytes(1));
+        assert!(more.await.is_err());
+        drop(all);
+        assert!(budget.bytes(1).await.is_some());
+    }
+}
