@@ -5,6 +5,14 @@ use serde_json::Value;
 
 /// Largest content accepted for one memory, in bytes.
 pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
+/// Longest namespace, domain, source or session id, in bytes.
+pub const MAX_LABEL_BYTES: usize = 256;
+/// Most tags on one memory.
+pub const MAX_TAGS: usize = 64;
+/// Longest tag, in bytes.
+pub const MAX_TAG_BYTES: usize = 128;
+/// Largest metadata object, as JSON, in bytes.
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
 /// Most memories accepted by one `memory.add_batch`.
 pub const MAX_BATCH_ITEMS: usize = 1000;
 pub const DEFAULT_NAMESPACE: &str = "default";

@@ -11,6 +11,15 @@ use mnemo_protocol::Method;
 use tempfile::TempDir;
 
 /// A binary of this workspace, next to the test executable's `deps` directory.
+/// A temporary directory only this user may enter, as mnemod requires of its socket's.
+pub fn private_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("mnemo-e2e")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("temp dir")
+}
+
 pub fn workspace_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
@@ -86,12 +95,7 @@ impl Daemon {
 
     /// With `config` as the content of its config file.
     pub fn start_configured(embedder: Embedder, config: &str, extra_args: &[&str]) -> Daemon {
-        let home = tempfile::Builder::new()
-            .prefix("mnemo-e2e")
-            // Private, as mnemod requires of a socket's directory.
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .tempdir()
-            .expect("temp dir");
+        let home = private_dir();
         let mut daemon = Daemon {
             child: None,
             data_dir: home.path().join("data"),

@@ -265,3 +265,48 @@ fn cli_status_ping_and_shutdown_work() {
     mnemo(&["shutdown"]);
     assert!(daemon.wait_exit(Duration::from_secs(2)).unwrap().success());
 }
+
+/// Clients busy at SIGTERM get an answer to everything they sent — a result, or "shutting
+/// down" (-32006) for what arrived after — and then a clean end, never a reset.
+#[test]
+fn clients_busy_at_sigterm_are_answered_not_reset() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut daemon = Daemon::start();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let mut stream = std::os::unix::net::UnixStream::connect(&daemon.socket).unwrap();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                for id in 0.. {
+                    let request = format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"method":"memory.list","params":{{"limit":1}}}}"#
+                    );
+                    if let Err(e) = writeln!(stream, "{request}") {
+                        return format!("write failed: {e}");
+                    }
+                    let mut line = String::new();
+                    match reader.read_line(&mut line) {
+                        Ok(0) => return "closed".to_string(),
+                        Err(e) => return format!("read failed: {e}"),
+                        Ok(_) => {}
+                    }
+                    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+                    assert_eq!(reply["id"], id, "{reply}");
+                    if let Some(code) = reply["error"]["code"].as_i64() {
+                        return format!("error {code}");
+                    }
+                }
+                unreachable!()
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    daemon.signal(libc::SIGTERM);
+    let ends: Vec<String> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(
+        ends.iter().all(|e| e == "error -32006" || e == "closed"),
+        "{ends:?}"
+    );
+    assert!(ends.iter().any(|e| e == "error -32006"), "{ends:?}");
+    assert_clean_exit(&mut daemon, "SIGTERM with busy clients");
+}

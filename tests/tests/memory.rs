@@ -294,6 +294,30 @@ async fn bad_input_is_refused_clearly_and_nothing_half_written() {
             },
             "occurred_at",
         ),
+        (
+            AddParams {
+                content: "x".into(),
+                namespace: Some("n".repeat(1 << 20)),
+                ..Default::default()
+            },
+            "namespace is 1048576 bytes",
+        ),
+        (
+            AddParams {
+                content: "x".into(),
+                tags: (0..10_000).map(|i| format!("t{i}")).collect(),
+                ..Default::default()
+            },
+            "10000 tags",
+        ),
+        (
+            AddParams {
+                content: "x".into(),
+                metadata: Some(serde_json::json!({"blob": "m".repeat(7 << 20)})),
+                ..Default::default()
+            },
+            "metadata is",
+        ),
     ];
     for (params, word) in cases {
         let (code, message) = rpc_code::<Add>(c.call::<Add>(&params).await);

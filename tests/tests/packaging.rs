@@ -111,7 +111,7 @@ fn socket_activation_hands_mnemod_its_listener() {
 #[test]
 fn mnemod_pings_the_systemd_watchdog() {
     use std::os::unix::net::UnixDatagram;
-    let home = tempfile::tempdir().unwrap();
+    let home = mnemo_tests::private_dir();
     let notify = home.path().join("notify.sock");
     let listener = UnixDatagram::bind(&notify).unwrap();
     listener

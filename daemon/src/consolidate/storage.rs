@@ -51,7 +51,8 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             disk_bytes_off_reactor(&db_dir).await,
         );
     }
-    let lance = |e: lancedb::Error| Stop::Failed(e.to_string());
+    let lance =
+        |e: lancedb::Error| Stop::Failed(crate::store::without_source_locations(&e.to_string()));
     for (i, table) in tables.iter().enumerate().skip(start) {
         pace.checkpoint().await?;
         let (frags, bytes) = fragments(table).await.map_err(lance)?;

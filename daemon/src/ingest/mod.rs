@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use mnemo_protocol::memory::{
     AddParams, ForgetParams, UpdateParams, DEFAULT_NAMESPACE, MAX_BATCH_ITEMS, MAX_CONTENT_BYTES,
+    MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_TAGS, MAX_TAG_BYTES,
 };
 use mnemo_protocol::time::{now_micros, parse_micros};
 
@@ -56,10 +57,44 @@ fn validate_salience(salience: Option<f32>) -> std::result::Result<(), String> {
 }
 
 fn validate_metadata(metadata: &Option<serde_json::Value>) -> std::result::Result<String, String> {
-    match metadata {
-        None | Some(serde_json::Value::Null) => Ok("{}".into()),
-        Some(v @ serde_json::Value::Object(_)) => Ok(v.to_string()),
-        Some(_) => Err("metadata must be a JSON object".into()),
+    let json = match metadata {
+        None | Some(serde_json::Value::Null) => return Ok("{}".into()),
+        Some(v @ serde_json::Value::Object(_)) => v.to_string(),
+        Some(_) => return Err("metadata must be a JSON object".into()),
+    };
+    if json.len() > MAX_METADATA_BYTES {
+        return Err(format!(
+            "metadata is {} bytes as JSON; the limit is {MAX_METADATA_BYTES} (keep large data elsewhere and store a reference)",
+            json.len()
+        ));
+    }
+    Ok(json)
+}
+
+/// A namespace, domain, source or session id: a short name, not a place for content.
+fn validate_label(what: &str, value: Option<&str>) -> std::result::Result<(), String> {
+    match value {
+        Some(v) if v.len() > MAX_LABEL_BYTES => Err(format!(
+            "{what} is {} bytes; the limit is {MAX_LABEL_BYTES}",
+            v.len()
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn validate_tags(tags: &[String]) -> std::result::Result<(), String> {
+    if tags.len() > MAX_TAGS {
+        return Err(format!(
+            "{} tags; the limit is {MAX_TAGS} per memory",
+            tags.len()
+        ));
+    }
+    match tags.iter().find(|t| t.len() > MAX_TAG_BYTES) {
+        Some(t) => Err(format!(
+            "a tag is {} bytes; the limit is {MAX_TAG_BYTES}",
+            t.len()
+        )),
+        None => Ok(()),
     }
 }
 
@@ -67,6 +102,11 @@ fn validate_metadata(metadata: &Option<serde_json::Value>) -> std::result::Resul
 fn new_record(p: AddParams, now: i64) -> std::result::Result<MemoryRecord, String> {
     validate_content(&p.content)?;
     validate_salience(p.salience)?;
+    validate_tags(&p.tags)?;
+    validate_label("namespace", p.namespace.as_deref())?;
+    validate_label("domain", p.domain.as_deref())?;
+    validate_label("source", p.source.as_deref())?;
+    validate_label("session_id", p.session_id.as_deref())?;
     let metadata = validate_metadata(&p.metadata)?;
     let occurred_at = p
         .occurred_at
@@ -202,6 +242,8 @@ impl Ingest {
             validate_content(c).map_err(Error::Invalid)?;
         }
         validate_salience(p.salience).map_err(Error::Invalid)?;
+        validate_tags(p.tags.as_deref().unwrap_or_default()).map_err(Error::Invalid)?;
+        validate_label("domain", p.domain.as_deref()).map_err(Error::Invalid)?;
         let metadata = match &p.metadata {
             Some(_) => Some(validate_metadata(&p.metadata).map_err(Error::Invalid)?),
             None => None,

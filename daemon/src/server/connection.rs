@@ -11,11 +11,13 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use interprocess::local_socket::tokio::Stream;
 use mnemo_protocol::{Id, Response, RpcError};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::frame::{read_frame, Frame};
@@ -26,7 +28,12 @@ use super::{rpc, session, State};
 pub const FRAMES: usize = 16;
 
 /// How long, once shutdown is asked, replies wait for a client that does not read.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long, once shutdown is asked, a connection is still read to answer what its client
+/// sent with "shutting down" (instead of a reset), and how quiet it must go to be closed.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
+pub const DRAIN_IDLE: Duration = Duration::from_millis(250);
 
 /// Request and reply bytes one connection may hold in the daemon.
 pub fn bytes_budget(max_frame_bytes: usize) -> usize {
@@ -132,10 +139,22 @@ pub async fn serve(stream: Stream, engine: Arc<State>, router: Arc<Router>, trac
     );
     let mut buf = Vec::new();
     let mut bytes_read = 0usize;
+    let mut drain_until: Option<Instant> = None;
     loop {
+        let next = next_frame(&mut reader, limit, &mut buf, &budget);
+        tokio::pin!(next);
+        // Once shutdown is asked, what the client already sent is still read (never cut off
+        // mid-frame) and answered "shutting down", until it goes quiet or the grace ends.
         let frame = tokio::select! {
-            _ = engine.shutdown.requested() => break,
-            frame = next_frame(&mut reader, limit, &mut buf, &budget) => frame,
+            frame = &mut next, if drain_until.is_none() => frame,
+            _ = engine.shutdown.requested() => {
+                let until = *drain_until.get_or_insert_with(|| Instant::now() + DRAIN_GRACE);
+                let quiet = (Instant::now() + DRAIN_IDLE).min(until);
+                match tokio::time::timeout_at(quiet, &mut next).await {
+                    Ok(frame) => frame,
+                    Err(_) => break,
+                }
+            }
         };
         let (frame, turn, request_bytes) = match frame {
             Ok(Some(read)) => read,

@@ -43,6 +43,23 @@ pub async fn serve(listener: Listener, engine: Arc<State>, router: Arc<Router>) 
             },
         }
     }
+    // Clients already queued to connect are answered "shutting down", not reset.
+    let until = tokio::time::Instant::now() + connection::DRAIN_GRACE;
+    while let Ok(Ok(stream)) = tokio::time::timeout_at(
+        (tokio::time::Instant::now() + connection::DRAIN_IDLE).min(until),
+        listener.accept(),
+    )
+    .await
+    {
+        if socket::peer_is_same_user(&stream) {
+            tracker.spawn(connection::serve(
+                stream,
+                engine.clone(),
+                router.clone(),
+                tracker.clone(),
+            ));
+        }
+    }
     drop(listener);
     tracker.close();
     tracker.wait().await;

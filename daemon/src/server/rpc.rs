@@ -118,6 +118,9 @@ async fn handle_one(
         )));
     }
 
+    if engine.shutdown.is_requested() {
+        return id.map(|id| Response::err(id, RpcError::shutting_down()));
+    }
     if crate::consolidate::idle::is_user_work(&method) {
         engine.consolidation.activity.touch();
     }

@@ -97,7 +97,13 @@ pub fn store_error(e: StoreError) -> RpcError {
     match e {
         StoreError::Closed => RpcError::shutting_down(),
         StoreError::Conflict(m) => RpcError::conflict(m),
-        other => RpcError::storage(format!("{other}; see mnemod's log for details")),
+        other => {
+            tracing::warn!("storage error: {other}");
+            RpcError::storage(format!(
+                "{}; see mnemod's log for details",
+                crate::store::without_source_locations(&other.to_string())
+            ))
+        }
     }
 }
 

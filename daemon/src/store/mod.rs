@@ -59,6 +59,31 @@ impl From<lancedb::arrow::arrow_schema::ArrowError> for StoreError {
     }
 }
 
+/// The message without the `/…/file.rs:12:34` locations the storage engine appends: they
+/// name the build machine's paths and mean nothing to a client (the log keeps them).
+pub fn without_source_locations(message: &str) -> String {
+    let is_location = |word: &str| {
+        let word = word.trim_end_matches([',', ')', '.', ';']);
+        word.split_once(".rs:").is_some_and(|(path, line)| {
+            (path.contains('/') || path.contains('\\'))
+                && !line.is_empty()
+                && line
+                    .split(':')
+                    .all(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
+    let kept: Vec<&str> = message
+        .split(' ')
+        .filter(|word| !is_location(word.trim_start_matches('(')))
+        .collect();
+    kept.join(" ")
+        .replace(" ,", ",")
+        .replace(", )", ")")
+        .replace("()", "")
+        .trim_end_matches([',', ' '])
+        .to_string()
+}
+
 pub const MEMORIES: &str = "memories";
 const META: &str = "meta";
 
@@ -383,4 +408,28 @@ async fn write_meta(meta: &Table, key: &str, value: &str) -> Result<(), StoreErr
         .when_not_matched_insert_all();
     merge.execute(Box::new(reader)).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_errors_lose_the_build_machines_paths() {
+        let raw = "Commit conflict for version 7: This UpdateConfig transaction was preempted by concurrent transaction Rewrite at version 7. Please retry., /home/builder/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/lance-0.38.2/src/io/commit.rs:1663:27";
+        let clean = without_source_locations(raw);
+        assert!(
+            !clean.contains(".rs:") && !clean.contains("/home"),
+            "{clean}"
+        );
+        assert!(clean.ends_with("Please retry."), "{clean}");
+        let nested = "IO error: not found (src/io.rs:12:5), then (C:\\b\\x.rs:3:1) done";
+        assert_eq!(
+            without_source_locations(nested),
+            "IO error: not found then done"
+        );
+        // Words that only look a little like locations stay.
+        let plain = "file notes.rs: see tools.rs:x";
+        assert_eq!(without_source_locations(plain), plain);
+    }
 }
