@@ -100,6 +100,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         consolidation: consolidation.clone(),
         health: Health {
             started: Instant::now(),
+            writes: store.writer().clone(),
             embed: embed.clone(),
             reembed: reembed.clone(),
             hardware: monitor.clone(),

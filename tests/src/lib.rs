@@ -81,6 +81,8 @@ pub struct Daemon {
     pub log: PathBuf,
     embedder: Embedder,
     extra_args: Vec<String>,
+    /// A command mnemod runs under (e.g. `setpriv …`), from the next (re)start on.
+    launcher: Vec<String>,
 }
 
 impl Daemon {
@@ -104,6 +106,7 @@ impl Daemon {
             home,
             embedder,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            launcher: Vec::new(),
         };
         std::fs::write(daemon.home.path().join("config.toml"), config).expect("config");
         daemon.restart();
@@ -112,7 +115,14 @@ impl Daemon {
 
     /// The command that starts this daemon (for tests that start a second one by hand).
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(workspace_bin("mnemod"));
+        let mut cmd = match self.launcher.split_first() {
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(workspace_bin("mnemod"));
+                cmd
+            }
+            None => Command::new(workspace_bin("mnemod")),
+        };
         cmd.arg("--data-dir")
             .arg(&self.data_dir)
             .arg("--socket")
@@ -139,6 +149,11 @@ impl Daemon {
     /// Arguments added after the embedder's on the next (re)start.
     pub fn set_extra_args(&mut self, args: &[&str]) {
         self.extra_args = args.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// Runs mnemod under `launcher` (a program and its arguments) from the next (re)start on.
+    pub fn set_launcher(&mut self, launcher: &[&str]) {
+        self.launcher = launcher.iter().map(|s| s.to_string()).collect();
     }
 
     /// Starts (again) on the same data dir and socket, and waits until it answers.

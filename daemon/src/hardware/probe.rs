@@ -66,9 +66,19 @@ impl SysinfoProbe {
     }
 }
 
-/// Total and free bytes of the filesystem holding `path`.
+/// The filesystem holding a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Filesystem {
+    pub total_bytes: u64,
+    /// Free to this user (not counting blocks reserved for root).
+    pub free_bytes: u64,
+    /// Mounted read-only.
+    pub read_only: bool,
+}
+
+/// The filesystem holding `path` (or its nearest existing ancestor).
 #[cfg(unix)]
-pub fn disk_space(path: &Path) -> Option<(u64, u64)> {
+pub fn filesystem(path: &Path) -> Option<Filesystem> {
     use std::os::unix::ffi::OsStrExt;
     let existing = path.ancestors().find(|p| p.exists())?;
     let c_path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
@@ -78,12 +88,21 @@ pub fn disk_space(path: &Path) -> Option<(u64, u64)> {
         return None;
     }
     let block = stat.f_frsize as u64;
-    Some((stat.f_blocks as u64 * block, stat.f_bavail as u64 * block))
+    Some(Filesystem {
+        total_bytes: stat.f_blocks as u64 * block,
+        free_bytes: stat.f_bavail as u64 * block,
+        read_only: stat.f_flag & libc::ST_RDONLY != 0,
+    })
 }
 
 #[cfg(not(unix))]
-pub fn disk_space(_path: &Path) -> Option<(u64, u64)> {
+pub fn filesystem(_path: &Path) -> Option<Filesystem> {
     None
+}
+
+/// Total and free bytes of the filesystem holding `path`.
+pub fn disk_space(path: &Path) -> Option<(u64, u64)> {
+    filesystem(path).map(|f| (f.total_bytes, f.free_bytes))
 }
 
 impl HostProbe for SysinfoProbe {

@@ -142,6 +142,29 @@ pub struct WriterHandle {
     queue: mpsc::Sender<Job>,
     pending: Arc<AtomicUsize>,
     commits: Arc<AtomicUsize>,
+    failing: Arc<WriteFailure>,
+}
+
+/// Why the last write failed, until one succeeds again: how status tells a full or
+/// read-only disk from a healthy store.
+#[derive(Default)]
+pub struct WriteFailure(std::sync::Mutex<Option<String>>);
+
+impl WriteFailure {
+    fn note<T>(&self, result: &Result<T, StoreError>) {
+        let failure = match result {
+            Ok(_) => None,
+            // A lost race or a stop says nothing about the disk.
+            Err(StoreError::Conflict(_) | StoreError::Closed) => return,
+            Err(e) => Some(super::without_source_locations(&e.to_string())),
+        };
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = failure;
+    }
+
+    /// The last write's error, when it failed.
+    pub fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 impl WriterHandle {
@@ -149,7 +172,9 @@ impl WriterHandle {
     pub async fn submit(&self, op: WriteOp) -> Result<u64, StoreError> {
         let (ack, done) = oneshot::channel();
         self.enqueue(Job::Write { op, ack }).await?;
-        done.await.map_err(|_| StoreError::Closed)?
+        let result = done.await.map_err(|_| StoreError::Closed)?;
+        self.failing.note(&result);
+        result
     }
 
     /// Runs `action` on `table` in turn with every other write.
@@ -161,7 +186,14 @@ impl WriterHandle {
         let (ack, done) = oneshot::channel();
         self.enqueue(Job::Optimize(Optimize { table, action, ack }))
             .await?;
-        done.await.map_err(|_| StoreError::Closed)?
+        let result = done.await.map_err(|_| StoreError::Closed)?;
+        self.failing.note(&result);
+        result
+    }
+
+    /// Why writes are failing, while they are.
+    pub fn failing(&self) -> Option<String> {
+        self.failing.get()
     }
 
     async fn enqueue(&self, job: Job) -> Result<(), StoreError> {
@@ -217,6 +249,7 @@ pub(super) fn start(
         queue,
         pending: pending.clone(),
         commits: commits.clone(),
+        failing: Default::default(),
     };
     let task = tokio::spawn(run(memories, settings, rx, pending, commits));
     (handle, task)
