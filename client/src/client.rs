@@ -35,7 +35,8 @@ pub enum ClientError {
     Io(#[from] std::io::Error),
     #[error("mnemod closed the connection")]
     Closed,
-    #[error("{0}")]
+    /// Shown once: as the whole message, not also as its own cause.
+    #[error(transparent)]
     Rpc(#[from] RpcError),
     #[error("mnemod sent a reply this client cannot read: {0}")]
     Protocol(String),
@@ -155,8 +156,8 @@ impl Client {
     }
 
     /// Sends one frame as it is (a newline is added); for tools and tests that speak raw JSON.
-    pub async fn send_line(&mut self, line: &str) -> Result<(), ClientError> {
-        self.writer.write_all(line.as_bytes()).await?;
+    pub async fn send_line(&mut self, line: impl AsRef<[u8]>) -> Result<(), ClientError> {
+        self.writer.write_all(line.as_ref()).await?;
         self.writer.write_all(b"\n").await?;
         self.writer.flush().await?;
         Ok(())

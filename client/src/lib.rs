@@ -2,5 +2,6 @@
 //! default paths live in `mnemo-protocol`; the `mnemo` CLI is this crate's binary.
 
 pub mod client;
+pub mod fuzz;
 
 pub use client::{Client, ClientError};

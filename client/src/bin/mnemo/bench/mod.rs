@@ -17,6 +17,9 @@ use serde_json::{json, Value};
 
 use crate::connect;
 
+mod fuzz;
+mod load;
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     #[command(subcommand)]
@@ -57,6 +60,27 @@ enum BenchWhat {
         #[arg(long)]
         no_ingest: bool,
     },
+    /// Hostile frames (wrong types, truncations, byte flips, deep nesting, batches): every
+    /// reply must be proper JSON-RPC and mnemod must stay up. Adds memories in namespace `fuzz`.
+    Fuzz {
+        #[arg(long, default_value_t = 10_000)]
+        frames: usize,
+        /// The same seed sends the same frames.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Many clients doing mixed work at once (add, search, get, list, update, forget):
+    /// errors and p50/p99 per method, then a check that every acknowledged write reads back
+    /// and is found by its words, and every forgotten memory is gone from every search mode.
+    Load {
+        #[arg(long, default_value_t = 64)]
+        clients: usize,
+        /// Operations per client.
+        #[arg(long, default_value_t = 1000)]
+        ops: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
@@ -85,11 +109,13 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             singles,
         } => search(&mut client, socket, &sizes, queries, mode, singles).await,
         BenchWhat::Locomo { path, no_ingest } => locomo(&mut client, &path, !no_ingest).await,
+        BenchWhat::Fuzz { frames, seed } => fuzz::fuzz(socket, frames, seed).await,
+        BenchWhat::Load { clients, ops, seed } => load::load(socket, clients, ops, seed).await,
     }
 }
 
 /// Chat-like sentences, varied enough that neither retriever has it easy.
-fn chat_text(i: usize) -> String {
+pub(crate) fn chat_text(i: usize) -> String {
     const WHO: [&str; 8] = [
         "I",
         "My sister",
@@ -255,7 +281,7 @@ async fn count_namespace(client: &mut Client, namespace: &str) -> anyhow::Result
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1000.0
 }

@@ -1,0 +1,58 @@
+//! A hostile or busy world: fuzzed frames each get a proper JSON-RPC reply and never take
+//! mnemod down; many clients at once lose nothing and find everything by its words.
+
+use mnemo_protocol::daemon::Status;
+use mnemo_protocol::NoParams;
+use mnemo_tests::Daemon;
+
+#[tokio::test]
+async fn fuzzed_frames_get_proper_replies_and_mnemod_stays_up() {
+    let mut daemon = Daemon::start();
+    // A fixed seed, so a failure here is the same failure on every run.
+    let frames = mnemo_client::fuzz::frames(17);
+    let report = mnemo_client::fuzz::run(&daemon.socket, frames, 3000, |_| {})
+        .await
+        .expect("mnemod stopped answering");
+    assert_eq!(report.frames, 3000);
+    assert_eq!(report.improper_count, 0, "{:#?}", report.improper);
+    assert_eq!(
+        report.dropped, 0,
+        "mnemod dropped a connection over a frame"
+    );
+    assert!(report.replies > 2000, "{report:?}");
+    assert!(daemon.wait_exit(std::time::Duration::ZERO).is_none());
+    let status = daemon.client().await.call::<Status>(&NoParams {}).await;
+    assert!(status.is_ok(), "{status:?}");
+}
+
+#[test]
+fn concurrent_clients_lose_nothing_and_forgotten_memories_are_gone() {
+    let daemon = Daemon::start();
+    let out = daemon.cli(
+        &[
+            "bench",
+            "load",
+            "--clients",
+            "8",
+            "--ops",
+            "40",
+            "--seed",
+            "3",
+        ],
+        "",
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for expected in [
+        "  errors: 0\n",
+        " 0 unreadable;",
+        "missed by their own word: text 0, hybrid 0,",
+        "still found: 0\n",
+    ] {
+        assert!(text.contains(expected), "no {expected:?} in:\n{text}");
+    }
+}
