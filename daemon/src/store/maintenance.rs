@@ -136,3 +136,92 @@ fn publish(events: &EventBus, what: &'static str) {
     tracing::info!("index maintenance: {what}");
     let _ = events.send(Event::IndexMaintained { what: what.into() });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::filter::current;
+    use super::super::schema::tests::record;
+    use super::super::{col, Expr, MemoryRecord, Pred, Store, WriteOp};
+
+    fn memory(n: usize) -> MemoryRecord {
+        let id = format!("m{n}");
+        record(&id, &format!("note {n} about the garden, token tok{n}x"), 4)
+    }
+
+    /// The current version of every memory by its token, all found by text search alone.
+    async fn assert_all_found(store: &Store, versions: &[MemoryRecord], stage: &str) {
+        for r in versions {
+            let token = r.content.split(' ').last().unwrap().to_string();
+            let hits = store.text_search(&token, &current(), 10).await.unwrap();
+            let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
+            assert_eq!(ids, vec![r.id.as_str()], "{stage}: {token}");
+        }
+    }
+
+    async fn supersede(store: &Store, current: &mut [MemoryRecord], at: usize, version: usize) {
+        let mut old = current[at].clone();
+        let mut new = old.clone();
+        new.id = format!("{}v{version}", old.lineage);
+        new.content = format!("updated {}", old.content);
+        new.valid_from = old.valid_from + 1;
+        old.valid_to = Some(new.valid_from);
+        old.superseded_by = Some(new.id.clone());
+        let op = WriteOp::Supersede {
+            old: Box::new(old),
+            new: Box::new(new.clone()),
+        };
+        store.writer().submit(op).await.unwrap();
+        current[at] = new;
+    }
+
+    /// A committed memory is found by its words at once, through every kind of write the
+    /// store makes: small appends, updates, folds, bookkeeping rewrites and compaction.
+    #[tokio::test]
+    async fn every_current_memory_is_found_by_its_words_through_every_kind_of_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 4, "test", &Default::default())
+            .await
+            .unwrap();
+        let mut current: Vec<MemoryRecord> = Vec::new();
+        for chunk in 0..8 {
+            let rows: Vec<_> = (chunk * 5..chunk * 5 + 5).map(memory).collect();
+            store
+                .writer()
+                .submit(WriteOp::Insert(rows.clone()))
+                .await
+                .unwrap();
+            current.extend(rows);
+        }
+        assert_all_found(&store, &current, "small appends").await;
+        for at in (0..40).step_by(4) {
+            supersede(&store, &mut current, at, 1).await;
+        }
+        assert_all_found(&store, &current, "updates").await;
+        store.writer().submit(WriteOp::FoldIndexes).await.unwrap();
+        assert_all_found(&store, &current, "fold").await;
+        let more: Vec<_> = (40..50).map(memory).collect();
+        store
+            .writer()
+            .submit(WriteOp::Insert(more.clone()))
+            .await
+            .unwrap();
+        current.extend(more);
+        for at in (1..50).step_by(5) {
+            supersede(&store, &mut current, at, 2).await;
+        }
+        assert_all_found(&store, &current, "appends and updates after a fold").await;
+        let bookkeeping = WriteOp::Update {
+            predicate: col("id").one_of(&["m3", "m7", "m9"]),
+            columns: vec![("strength", Expr::Float(0.5))],
+        };
+        store.writer().submit(bookkeeping).await.unwrap();
+        assert_all_found(&store, &current, "bookkeeping").await;
+        store.writer().submit(WriteOp::CompactSmall).await.unwrap();
+        assert_all_found(&store, &current, "compaction").await;
+        store.writer().submit(WriteOp::FoldIndexes).await.unwrap();
+        assert_all_found(&store, &current, "fold after compaction").await;
+        store.purge().await.unwrap();
+        assert_all_found(&store, &current, "purge").await;
+        assert_eq!(store.count(&Pred::All).await.unwrap(), 70);
+    }
+}
