@@ -65,6 +65,12 @@ fn assert_storage_error(result: Result<String, ClientError>) {
 
 #[tokio::test]
 async fn a_read_only_database_still_answers_searches() {
+    // Root writes through permissions; only without its capabilities can it be kept out.
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if root() && !setpriv {
+        eprintln!("SKIPPED a_read_only_database_…: as root it needs setpriv (util-linux)");
+        return;
+    }
     let mut daemon = Daemon::start();
     let mut c = daemon.client().await;
     let token = format!("quokka{}", std::process::id());
@@ -83,7 +89,6 @@ async fn a_read_only_database_still_answers_searches() {
         assert!(ok.unwrap().success());
     };
     chmod("a-w");
-    // Root writes through permissions; without its capabilities it cannot.
     if root() {
         daemon.set_launcher(&["setpriv", "--bounding-set=-all"]);
     }

@@ -151,7 +151,7 @@ mod tests {
     /// The current version of every memory by its token, all found by text search alone.
     async fn assert_all_found(store: &Store, versions: &[MemoryRecord], stage: &str) {
         for r in versions {
-            let token = r.content.split(' ').last().unwrap().to_string();
+            let token = r.content.split(' ').next_back().unwrap().to_string();
             let hits = store.text_search(&token, &current(), 10).await.unwrap();
             let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
             assert_eq!(ids, vec![r.id.as_str()], "{stage}: {token}");
