@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building mnemo needs and is not already there: a Rust toolchain (rustup),
 # a C compiler, protoc (LanceDB's build needs it) and python3 with pip (for the model).
-# With --test, also what the test suite drives: tmux (mnemo-top's end-to-end test).
+# With --test, also what the test suite drives: tmux (mnemo-top's end-to-end test) and
+# setpriv (the read-only store test drops root's capabilities with it).
 set -euo pipefail
 
 need=()
 if [ "${1:-}" = "--test" ]; then
   command -v tmux >/dev/null || need+=(tmux)
   command -v systemd-analyze >/dev/null || need+=(systemd)
+  command -v setpriv >/dev/null || need+=(util-linux)
 fi
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 command -v cc >/dev/null || need+=(build-essential)
