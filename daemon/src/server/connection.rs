@@ -7,7 +7,8 @@
 //! - **calls**: at most a quarter of `max_in_flight` calls (requests or batch items) of one
 //!   connection run at once; the rest wait their turn instead of taking every slot.
 //! - **bytes**: request bytes not yet parsed plus reply bytes not yet written stay under
-//!   [`bytes_budget`]; a reply waits for room, and while it waits the connection is not read.
+//!   [`bytes_budget`](super::budget::bytes_budget); a reply waits for room, and while it
+//!   waits the connection is not read.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,16 +17,14 @@ use std::time::Duration;
 use interprocess::local_socket::tokio::Stream;
 use mnemo_protocol::{Id, Response, RpcError};
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
+use super::budget::{Budget, Outgoing, FRAMES};
 use super::frame::{read_frame, Frame};
 use super::router::Router;
 use super::{rpc, session, State};
-
-/// Requests of one connection read and not yet answered.
-pub const FRAMES: usize = 16;
 
 /// How long, once shutdown is asked, replies wait for a client that does not read.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -34,61 +33,6 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// sent with "shutting down" (instead of a reset), and how quiet it must go to be closed.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
 pub const DRAIN_IDLE: Duration = Duration::from_millis(250);
-
-/// Request and reply bytes one connection may hold in the daemon.
-pub fn bytes_budget(max_frame_bytes: usize) -> usize {
-    (2 * max_frame_bytes).max(32 << 20)
-}
-
-/// What one connection may hold at once.
-pub struct Budget {
-    frames: Arc<Semaphore>,
-    calls: Arc<Semaphore>,
-    bytes: Arc<Semaphore>,
-    bytes_total: usize,
-}
-
-impl Budget {
-    pub fn new(max_in_flight: usize, max_frame_bytes: usize) -> Self {
-        let bytes_total = bytes_budget(max_frame_bytes).min(Semaphore::MAX_PERMITS);
-        Self {
-            frames: Arc::new(Semaphore::new(FRAMES)),
-            calls: Arc::new(Semaphore::new((max_in_flight / 4).max(1))),
-            bytes: Arc::new(Semaphore::new(bytes_total)),
-            bytes_total,
-        }
-    }
-
-    /// Room for `n` bytes (all of the budget for more than it holds).
-    pub async fn bytes(&self, n: usize) -> Option<OwnedSemaphorePermit> {
-        let n = n.clamp(1, self.bytes_total).min(u32::MAX as usize) as u32;
-        self.bytes.clone().acquire_many_owned(n).await.ok()
-    }
-
-    /// A turn for one call of this connection.
-    pub async fn call(&self) -> Option<OwnedSemaphorePermit> {
-        self.calls.clone().acquire_owned().await.ok()
-    }
-
-    async fn frame(&self) -> Option<OwnedSemaphorePermit> {
-        self.frames.clone().acquire_owned().await.ok()
-    }
-}
-
-/// A line for the client, with the budget it holds until it is written.
-pub struct Outgoing {
-    pub line: String,
-    pub held: Vec<OwnedSemaphorePermit>,
-}
-
-impl Outgoing {
-    pub fn plain(line: String) -> Self {
-        Self {
-            line,
-            held: Vec::new(),
-        }
-    }
-}
 
 pub async fn serve(stream: Stream, engine: Arc<State>, router: Arc<Router>, tracker: TaskTracker) {
     engine.connections.fetch_add(1, Ordering::Relaxed);
@@ -243,28 +187,5 @@ fn give_back_memory() {
     // SAFETY: malloc_trim only releases free memory; it has no preconditions.
     unsafe {
         libc::malloc_trim(0);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_connection_gets_a_quarter_of_the_calls_and_bounded_bytes() {
-        let budget = Budget::new(8, 1 << 20);
-        let turns: Vec<_> = futures::future::join_all((0..2).map(|_| budget.call())).await;
-        assert!(turns.iter().all(Option::is_some));
-        // The third call waits for one of the first two.
-        let third = tokio::time::timeout(std::time::Duration::from_millis(20), budget.call());
-        assert!(third.await.is_err());
-        drop(turns);
-        assert!(budget.call().await.is_some());
-        // A reply larger than the whole budget takes all of it, and still goes.
-        let all = budget.bytes(usize::MAX).await.unwrap();
-        let more = tokio::time::timeout(std::time::Duration::from_millis(20), budget.bytes(1));
-        assert!(more.await.is_err());
-        drop(all);
-        assert!(budget.bytes(1).await.is_some());
     }
 }

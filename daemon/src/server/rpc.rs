@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::connection::Budget;
+use super::budget::Budget;
 use super::router::Router;
 use super::session::Session;
 use super::state::{InFlight, State};

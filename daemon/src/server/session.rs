@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mnemo_protocol::events::{EventParams, Topic, TopicsParams, TopicsResult, EVENT};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use super::connection::Outgoing;
+use super::budget::Outgoing;
 use super::state::State;
 
 #[derive(Default)]
