@@ -50,11 +50,12 @@ const FIELDS: &[&str] = &[
     "step_secs",
 ];
 
-/// Every method but the one that would end the run.
+/// Every method but those that would end the run or change the store for good (encrypting
+/// it makes a key the person never asked for).
 fn methods() -> Vec<&'static str> {
     mnemo_protocol::all_methods()
         .into_iter()
-        .filter(|m| *m != "daemon.shutdown")
+        .filter(|m| !["daemon.shutdown", "daemon.encrypt"].contains(m))
         .collect()
 }
 

@@ -23,7 +23,8 @@ use crate::recall::Recall;
 use crate::server::{self, ActivationFd, Limits, State};
 use crate::shutdown::Shutdown;
 use crate::status::Health;
-use crate::store::{self, Store};
+use crate::store::{self, KeySettings, Store};
+use mnemo_protocol::daemon::EncryptionMode;
 
 pub struct RunOptions {
     pub ready_fd: Option<i32>,
@@ -54,6 +55,10 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         embedder.dim(),
         embedder.model_id(),
         &config.store,
+        &KeySettings {
+            encrypt: config.security.encrypt,
+            key_file: config.key_file(),
+        },
     )
     .await
     .with_context(|| format!("opening the database in {}", config.db_dir().display()))?;
@@ -162,6 +167,16 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         db_dir: config.db_dir(),
     })));
     tokio::spawn(readiness::watchdog(shutdown.clone()));
+    if state.store.encryption_status().mode == EncryptionMode::Converting {
+        // An encryption was interrupted: finish it, so no memory stays half findable.
+        let ingest = state.ingest.clone();
+        tokio::spawn(async move {
+            tracing::info!("resuming the interrupted encryption");
+            if let Err(e) = ingest.encrypt().await {
+                tracing::warn!("resuming the encryption failed (run `mnemo encrypt`): {e}");
+            }
+        });
+    }
     server::serve(listener, state.clone(), router).await;
 
     readiness::stopping();

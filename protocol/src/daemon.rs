@@ -44,6 +44,43 @@ pub struct StatusResult {
     /// configured one (they are found by their words meanwhile). Absent when none are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reembed: Option<ReembedStatus>,
+    #[serde(default)]
+    pub encryption: EncryptionStatus,
+}
+
+/// Whether memories are encrypted at rest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EncryptionMode {
+    #[default]
+    Off,
+    On,
+    /// Some memories are sealed: `mnemo encrypt` is running or was interrupted (run it again).
+    Converting,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EncryptionStatus {
+    pub mode: EncryptionMode,
+    /// Where the key is (`file PATH`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
+    /// The config asks for encryption and the store is not yet encrypted: run `mnemo encrypt`.
+    #[serde(default)]
+    pub asked: bool,
+    /// Memories sealed of those to seal, while `mnemo encrypt` runs.
+    #[serde(default)]
+    pub done: u64,
+    #[serde(default)]
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EncryptResult {
+    /// Memory rows (versions included) sealed by this call; 0 when already encrypted.
+    pub sealed: u64,
+    /// Where the key is; without it the store cannot be read.
+    pub key_file: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -111,4 +148,5 @@ crate::methods! {
     Hello = "daemon.hello" (HelloParams) -> HelloResult;
     Status = "daemon.status" (NoParams) -> StatusResult;
     Shutdown = "daemon.shutdown" (NoParams) -> ShutdownResult;
+    Encrypt = "daemon.encrypt" (NoParams) -> EncryptResult;
 }

@@ -40,6 +40,14 @@ pub fn default_config_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("mnemo.toml"))
 }
 
+/// Where the key of an encrypted store lives by default: beside the config (not in it), so a
+/// copy of the data dir alone does not carry its key.
+pub fn default_key_path() -> PathBuf {
+    project_dirs()
+        .map(|d| d.config_dir().join("mnemo.key"))
+        .unwrap_or_else(|| PathBuf::from("mnemo.key"))
+}
+
 /// `$XDG_RUNTIME_DIR/mnemo/mnemod.sock`; where there is no runtime dir, a per-user directory
 /// under the temp dir (`/tmp/mnemo-<uid>/mnemod.sock`), which the daemon creates 0700.
 pub fn default_socket_path() -> PathBuf {

@@ -126,7 +126,7 @@ pub struct Snapshot {
 pub struct ProcessEntry {
     pub pid: u32,
     pub name: String,
-    /// Truncated to 256 characters.
+    /// Truncated to 256 characters; in the stored inventory (history), the program only.
     pub cmdline: String,
     /// inference, ide, browser, system or user_app.
     pub category: String,

@@ -10,7 +10,38 @@ use mnemo_protocol::daemon::{Hello, HelloParams};
 use mnemo_protocol::Method;
 use tempfile::TempDir;
 
-/// A binary of this workspace, next to the test executable's `deps` directory.
+/// Every entry under `dir` (directories too, not followed through symlinks), with its
+/// metadata.
+pub fn entries_under(dir: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+            out.push((entry.path(), meta));
+        }
+    }
+    out
+}
+
+/// Whether any file under `dir` contains `needle`.
+pub fn disk_holds(dir: &Path, needle: &[u8]) -> bool {
+    entries_under(dir).iter().any(|(path, meta)| {
+        meta.is_file()
+            && std::fs::read(path)
+                .map(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+                .unwrap_or(false)
+    })
+}
+
 /// A temporary directory only this user may enter, as mnemod requires of its socket's.
 pub fn private_dir() -> TempDir {
     tempfile::Builder::new()
@@ -20,6 +51,7 @@ pub fn private_dir() -> TempDir {
         .expect("temp dir")
 }
 
+/// A binary of this workspace, next to the test executable's `deps` directory.
 pub fn workspace_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");

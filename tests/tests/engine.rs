@@ -2,37 +2,19 @@
 //! of another model are re-embedded instead of mixed, concurrent updates of one version
 //! conflict while updates of different memories do not, and counts are current at once.
 
-use std::path::Path;
 use std::time::Duration;
 
 use mnemo_client::ClientError;
 use mnemo_protocol::daemon::Status;
 use mnemo_protocol::memory::*;
 use mnemo_protocol::NoParams;
-use mnemo_tests::{wait_for, Daemon, Embedder};
+use mnemo_tests::{disk_holds, wait_for, Daemon, Embedder};
 
 fn add(content: &str) -> AddParams {
     AddParams {
         content: content.into(),
         ..Default::default()
     }
-}
-
-/// Whether any file under `dir` contains `needle`.
-fn disk_holds(dir: &Path, needle: &[u8]) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let path = e.path();
-        if path.is_dir() {
-            disk_holds(&path, needle)
-        } else {
-            std::fs::read(&path)
-                .map(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
-                .unwrap_or(false)
-        }
-    })
 }
 
 #[tokio::test]

@@ -24,6 +24,7 @@ async fn hello_and_status_describe_the_daemon() {
         "daemon.hello",
         "daemon.status",
         "daemon.shutdown",
+        "daemon.encrypt",
         "memory.add",
         "memory.search",
     ] {

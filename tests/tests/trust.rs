@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use mnemo_tests::{workspace_bin, Daemon};
+use mnemo_tests::{entries_under, workspace_bin, Daemon};
 
 const SQUATTER: &str = "mnemo-squatter";
 
@@ -164,24 +164,11 @@ fn the_client_sends_nothing_to_a_socket_another_user_serves() {
 
 /// Every directory and file under `dir` that others could enter or read.
 fn open_to_others(dir: &Path) -> Vec<String> {
-    let mut open = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let meta = entry.metadata().unwrap();
-            if meta.is_dir() {
-                stack.push(entry.path());
-            }
-            if meta.mode() & 0o077 != 0 && !meta.file_type().is_symlink() {
-                open.push(format!(
-                    "{} {:o}",
-                    entry.path().display(),
-                    meta.mode() & 0o777
-                ));
-            }
-        }
-    }
-    open
+    entries_under(dir)
+        .into_iter()
+        .filter(|(_, meta)| meta.mode() & 0o077 != 0 && !meta.file_type().is_symlink())
+        .map(|(path, meta)| format!("{} {:o}", path.display(), meta.mode() & 0o777))
+        .collect()
 }
 
 #[tokio::test]

@@ -43,6 +43,17 @@ pub struct Config {
     pub consolidate: ConsolidateConfig,
     /// The optional chat endpoint consolidation writes summaries with.
     pub llm: LlmConfig,
+    pub security: SecurityConfig,
+}
+
+/// Encryption at rest.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// A new store is created encrypted; an existing plain one is converted by `mnemo encrypt`.
+    pub encrypt: bool,
+    /// The key file (created 0600 when first needed); never the key itself.
+    pub key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -146,6 +157,7 @@ impl Default for Config {
             hardware: Default::default(),
             consolidate: Default::default(),
             llm: Default::default(),
+            security: Default::default(),
         }
     }
 }
@@ -201,6 +213,16 @@ pub struct Overrides {
     pub model_dir: Option<PathBuf>,
 }
 
+/// `key_file` as the config names it, relative to the config's directory; by default
+/// `mnemo.key` there.
+fn key_file_beside(config: &Path, key_file: Option<PathBuf>) -> PathBuf {
+    let key_file = key_file.unwrap_or_else(|| PathBuf::from("mnemo.key"));
+    match config.parent() {
+        Some(dir) if key_file.is_relative() => dir.join(key_file),
+        _ => key_file,
+    }
+}
+
 impl Config {
     /// Loads `path` (the default path may be absent; a path the user named may not).
     pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
@@ -218,6 +240,7 @@ impl Config {
         };
         config.apply(overrides);
         config.validate()?;
+        config.security.key_file = Some(key_file_beside(&path, config.security.key_file.take()));
         Ok(config)
     }
 
@@ -278,6 +301,15 @@ impl Config {
         self.data_dir.join("db")
     }
 
+    /// The key of an encrypted store: `security.key_file` (resolved at load), else the
+    /// default place.
+    pub fn key_file(&self) -> PathBuf {
+        self.security
+            .key_file
+            .clone()
+            .unwrap_or_else(paths::default_key_path)
+    }
+
     pub fn model_dir(&self) -> PathBuf {
         self.embedder
             .model_dir
@@ -330,6 +362,27 @@ mod tests {
         assert!(
             err.contains("bogus") && err.contains("config.toml"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_key_file_is_beside_the_config_unless_named_absolutely() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            Config::load(Some(&path), &Overrides::default())
+                .unwrap()
+                .key_file()
+        };
+        assert_eq!(load(""), dir.path().join("mnemo.key"));
+        assert_eq!(
+            load("[security]\nkey_file = \"keys/k\"\n"),
+            dir.path().join("keys/k")
+        );
+        assert_eq!(
+            load("[security]\nencrypt = true\nkey_file = \"/secure/k\"\n"),
+            Path::new("/secure/k")
         );
     }
 

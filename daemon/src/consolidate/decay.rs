@@ -131,9 +131,7 @@ mod tests {
     async fn lancedb_computes_the_documented_strengths() {
         use crate::store::schema::tests::record;
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::Store::open(dir.path(), 4, "test", &Default::default())
-            .await
-            .unwrap();
+        let store = crate::store::test_store(dir.path()).await;
         let now = now_micros();
         let day = MICROS_PER_DAY as i64;
         let cases = [

@@ -237,7 +237,6 @@ async fn fold_old_snapshots(engine: &Sampler) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StoreConfig;
     use crate::embed::HashedEmbedder;
     use mnemo_protocol::system::ProcessEntry;
     use mnemo_protocol::time::format_micros;
@@ -245,9 +244,7 @@ mod tests {
     #[tokio::test]
     async fn old_process_lives_are_pruned_and_first_sightings_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 4, "test", &StoreConfig::default())
-            .await
-            .unwrap();
+        let store = crate::store::test_store(dir.path()).await;
         let sampler = Sampler {
             monitor: Arc::new(super::super::tests::monitor(10.0)),
             store: store.clone(),

@@ -114,11 +114,11 @@ impl KnownContent {
                 ],
             )
             .await?;
-        let mut ids = self.lock();
-        for r in rows {
-            ids.insert(key(&r), r.id);
-        }
-        Ok(ids.len())
+        let loaded: HashMap<Key, String> = rows.into_iter().map(|r| (key(&r), r.id)).collect();
+        let count = loaded.len();
+        // Replaces what was known: after `mnemo encrypt` every stored hash is keyed.
+        *self.lock() = loaded;
+        Ok(count)
     }
 
     pub fn insert(&self, r: &MemoryRecord) {

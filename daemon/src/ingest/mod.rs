@@ -16,7 +16,6 @@ use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
 use crate::store::filter::predicate_all_versions;
-use crate::store::schema::content_hash;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 use crate::understand;
 
@@ -153,6 +152,13 @@ impl Ingest {
         })
     }
 
+    /// Encrypts the store (`mnemo encrypt`); the duplicate check then learns the keyed hashes.
+    pub async fn encrypt(&self) -> Result<u64> {
+        let sealed = self.store.encrypt().await?;
+        self.known.load(&self.store).await?;
+        Ok(sealed)
+    }
+
     /// Memories added since start.
     pub fn added(&self) -> u64 {
         self.added.load(Ordering::Relaxed)
@@ -192,6 +198,10 @@ impl Ingest {
                 })
             })?;
             records.push(record);
+        }
+        for r in &mut records {
+            // Keyed in an encrypted store, so it matches what is stored.
+            r.content_hash = self.store.content_hash(&r.content);
         }
         let _claim = self.known.claim(&records).await;
         let (fresh, answer, repeated) = self.known.skip_known(&self.store, records).await?;
@@ -273,7 +283,7 @@ impl Ingest {
         new.created_at = now;
         new.valid_from = now;
         if let Some(content) = p.content {
-            new.content_hash = content_hash(&content);
+            new.content_hash = self.store.content_hash(&content);
             new.content = content;
             if p.salience.is_none() {
                 new.salience = understand::salience(&new.content);
@@ -454,6 +464,7 @@ pub fn preview(content: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::schema::content_hash;
 
     #[test]
     fn hash_ignores_case_and_spacing() {

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use mnemo_protocol::daemon::{
-    Hello, HelloParams, HelloResult, Shutdown, ShutdownResult, Status, StatusResult,
+    Encrypt, EncryptResult, Hello, HelloParams, HelloResult, Shutdown, ShutdownResult, Status,
+    StatusResult,
 };
 use mnemo_protocol::memory::{
     Add, AddBatch, AddBatchParams, AddBatchResult, AddParams, Forget, ForgetParams, ForgetResult,
@@ -31,6 +32,7 @@ pub fn router() -> Router {
     let mut r = Router::default();
     r.register::<Status, _, _>(status)
         .register::<Shutdown, _, _>(shutdown)
+        .register::<Encrypt, _, _>(encrypt)
         .register::<Add, _, _>(add)
         .register::<AddBatch, _, _>(add_batch)
         .register::<Get, _, _>(get)
@@ -94,6 +96,16 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
         memories: engine.store.memory_counts(),
         counters: engine.counters(),
         reembed: engine.health.reembed(),
+        encryption: engine.store.encryption_status(),
+    })
+}
+
+/// Encrypts the store at rest; answers once every memory is sealed (status shows progress).
+async fn encrypt(engine: Arc<State>, _: NoParams) -> Result<EncryptResult, RpcError> {
+    let sealed = engine.ingest.encrypt().await.map_err(rpc_error)?;
+    Ok(EncryptResult {
+        sealed,
+        key_file: engine.store.key_file().display().to_string(),
     })
 }
 

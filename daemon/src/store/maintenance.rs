@@ -32,15 +32,16 @@ impl Store {
         let rows = self.memories.count_rows(None).await?;
         let indices = self.memories.list_indices().await?;
         let has = |col: &str| indices.iter().find(|i| i.columns.iter().any(|c| c == col));
+        let (text_column, _) = self.sealing().text_index();
         let mut unindexed_rows = 0;
-        if let Some(fts) = has("content") {
+        if let Some(fts) = has(text_column) {
             if let Some(stats) = self.memories.index_stats(&fts.name).await? {
                 unindexed_rows = stats.num_unindexed_rows;
             }
         }
         Ok(IndexState {
             rows,
-            has_fts: has("content").is_some(),
+            has_fts: has(text_column).is_some(),
             has_vector_index: has("vector").is_some(),
             unindexed_rows,
         })
@@ -138,18 +139,18 @@ fn publish(events: &EventBus, what: &'static str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::filter::current;
     use super::super::schema::tests::record;
-    use super::super::{col, Expr, MemoryRecord, Pred, Store, WriteOp};
+    use super::super::{col, Expr, KeySettings, MemoryRecord, Pred, Store, WriteOp};
 
-    fn memory(n: usize) -> MemoryRecord {
+    pub fn memory(n: usize) -> MemoryRecord {
         let id = format!("m{n}");
         record(&id, &format!("note {n} about the garden, token tok{n}x"), 4)
     }
 
     /// The current version of every memory by its token, all found by text search alone.
-    async fn assert_all_found(store: &Store, versions: &[MemoryRecord], stage: &str) {
+    pub async fn assert_all_found(store: &Store, versions: &[MemoryRecord], stage: &str) {
         for r in versions {
             let token = r.content.split(' ').next_back().unwrap().to_string();
             let hits = store.text_search(&token, &current(), 10).await.unwrap();
@@ -179,7 +180,58 @@ mod tests {
     #[tokio::test]
     async fn every_current_memory_is_found_by_its_words_through_every_kind_of_write() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 4, "test", &Default::default())
+        found_through_every_kind_of_write(dir.path(), &KeySettings::default()).await;
+    }
+
+    /// The same in an encrypted store, where the index holds hashed terms; and no file of it
+    /// holds a word of any memory.
+    #[tokio::test]
+    async fn an_encrypted_store_finds_every_memory_by_its_words_and_holds_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = KeySettings {
+            encrypt: true,
+            key_file: dir.path().join("keys/mnemo.key"),
+        };
+        let db = dir.path().join("db");
+        found_through_every_kind_of_write(&db, &key).await;
+        for word in ["garden", "tok33x", "note 2"] {
+            assert_eq!(files_holding(&db, word), Vec::<String>::new(), "{word}");
+        }
+    }
+
+    /// Every file under `dir`.
+    pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        files
+    }
+
+    /// Files under `dir` whose bytes contain `needle`.
+    pub fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<String> {
+        files_under(dir)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(p)
+                    .unwrap()
+                    .windows(needle.len())
+                    .any(|w| w == needle.as_bytes())
+            })
+            .map(|p| p.display().to_string())
+            .collect()
+    }
+
+    async fn found_through_every_kind_of_write(dir: &std::path::Path, key: &KeySettings) {
+        let store = Store::open(dir, 4, "test", &Default::default(), key)
             .await
             .unwrap();
         let mut current: Vec<MemoryRecord> = Vec::new();

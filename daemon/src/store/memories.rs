@@ -2,11 +2,11 @@
 
 use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::RecordBatch;
-use lancedb::index::scalar::FullTextSearchQuery;
 use lancedb::query::ColumnOrdering;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 
 use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
+use super::seal::Sealing;
 use super::sql::{col, Filtered, Pred};
 use super::{Store, StoreError};
 
@@ -35,6 +35,12 @@ impl Store {
         Ok(stream.try_collect().await?)
     }
 
+    /// The rows of `batches`, opened (in an encrypted store, content and metadata decrypted).
+    fn rows(&self, batches: &[RecordBatch]) -> Result<Vec<MemoryRecord>, StoreError> {
+        self.sealing
+            .open(batches.iter().flat_map(from_batch).collect())
+    }
+
     /// Rows matching `predicate` without their vectors.
     pub async fn plain_rows(
         &self,
@@ -50,7 +56,7 @@ impl Store {
             query = query.limit(limit);
         }
         let batches = Self::collect(query.execute().await?).await?;
-        Ok(batches.iter().flat_map(from_batch).collect())
+        self.rows(&batches)
     }
 
     /// Only `columns` of the rows matching `predicate` (the rest read as defaults): for passes
@@ -60,13 +66,22 @@ impl Store {
         predicate: &Pred,
         columns: &[&str],
     ) -> Result<Vec<MemoryRecord>, StoreError> {
+        let mut columns: Vec<&str> = columns.to_vec();
+        // Sealed text opens only with its row's id and seal flag.
+        if columns.iter().any(|c| *c == "content" || *c == "metadata") {
+            for needed in ["id", "sealed"] {
+                if !columns.contains(&needed) {
+                    columns.push(needed);
+                }
+            }
+        }
         let query = self
             .memories
             .query()
             .filtered(predicate)
-            .select(Select::columns(columns));
+            .select(Select::columns(&columns));
         let batches = Self::collect(query.execute().await?).await?;
-        Ok(batches.iter().flat_map(from_batch).collect())
+        self.rows(&batches)
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<MemoryRecord>, StoreError> {
@@ -86,7 +101,7 @@ impl Store {
                 .await?,
         )
         .await?;
-        Ok(batches.iter().flat_map(from_batch).collect())
+        self.rows(&batches)
     }
 
     /// Up to `limit` rows matching `predicate`, newest id first, starting below `before`.
@@ -111,7 +126,7 @@ impl Store {
                 .await?,
         )
         .await?;
-        Ok(batches.iter().flat_map(from_batch).collect())
+        self.rows(&batches)
     }
 
     /// Every version sharing `lineage`, and the duplicates consolidation merged into one of
@@ -155,39 +170,45 @@ impl Store {
             .select(self.columns_with("_distance"))
             .limit(limit);
         let batches = Self::collect(query.execute().await?).await?;
-        Ok(scored(&batches, "_distance"))
+        scored(&self.sealing, &batches, "_distance")
     }
 
-    /// BM25 over `content` through LanceDB's full-text index.
+    /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
+    /// full-text index.
     pub async fn text_search(
         &self,
         text: &str,
         predicate: &Pred,
         limit: usize,
     ) -> Result<Vec<Scored>, StoreError> {
+        let Some(terms) = self.sealing.text_query(text) else {
+            return Ok(Vec::new());
+        };
         let query = self
             .memories
             .query()
-            .full_text_search(FullTextSearchQuery::new(text.to_string()))
+            .full_text_search(terms)
             .filtered(predicate)
             .select(self.columns_with("_score"))
             .limit(limit);
         let batches = Self::collect(query.execute().await?).await?;
-        Ok(scored(&batches, "_score"))
+        scored(&self.sealing, &batches, "_score")
     }
 }
 
-fn scored(batches: &[RecordBatch], column: &str) -> Vec<Scored> {
-    batches
-        .iter()
-        .flat_map(|b| {
-            from_batch(b)
-                .into_iter()
-                .zip(float_column(b, column))
-                .map(|(record, raw)| Scored {
-                    record,
-                    raw: raw.unwrap_or(0.0),
-                })
+fn scored(
+    sealing: &Sealing,
+    batches: &[RecordBatch],
+    column: &str,
+) -> Result<Vec<Scored>, StoreError> {
+    let records = sealing.open(batches.iter().flat_map(from_batch).collect())?;
+    let raws = batches.iter().flat_map(|b| float_column(b, column));
+    Ok(records
+        .into_iter()
+        .zip(raws)
+        .map(|(record, raw)| Scored {
+            record,
+            raw: raw.unwrap_or(0.0),
         })
-        .collect()
+        .collect())
 }

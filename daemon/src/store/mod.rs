@@ -3,11 +3,13 @@
 
 mod column;
 mod counts;
+mod encryption;
 pub mod filter;
 pub mod maintenance;
 mod memories;
 pub mod runs;
 pub mod schema;
+pub mod seal;
 pub mod sql;
 pub mod system;
 pub mod writer;
@@ -23,6 +25,7 @@ use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::query::ExecutableQuery;
 use lancedb::{Connection, Table};
 
+pub use encryption::KeySettings;
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
 pub use sql::{col, Expr, Pred, SqlType};
 pub use writer::{WriteOp, WriterHandle};
@@ -45,6 +48,9 @@ pub enum StoreError {
     Conflict(String),
     #[error("the writer has stopped (mnemod is shutting down)")]
     Closed,
+    /// The encryption key is missing, wrong, or does not open a row.
+    #[error("{0}")]
+    Key(String),
 }
 
 impl From<lancedb::Error> for StoreError {
@@ -105,6 +111,10 @@ pub struct Store {
     counts: Arc<Counts>,
     /// Wakes index maintenance to purge what a forget left in old versions.
     purge: tokio::sync::Notify,
+    /// Encryption at rest: the keys, if any, and whether writes are sealed.
+    sealing: Arc<seal::Sealing>,
+    seal_progress: Arc<encryption::SealProgress>,
+    key: KeySettings,
 }
 
 impl Store {
@@ -114,6 +124,7 @@ impl Store {
         dim: usize,
         embed_model: &str,
         config: &StoreConfig,
+        key: &KeySettings,
     ) -> Result<Arc<Store>, StoreError> {
         std::fs::create_dir_all(db_dir)
             .map_err(|e| StoreError::Lance(format!("cannot create {}: {e}", db_dir.display())))?;
@@ -128,6 +139,8 @@ impl Store {
                 .await?
         };
         let meta = open_meta(&db, &names).await?;
+        // First, so a missing or wrong key refuses the start before anything is written.
+        let sealing = Arc::new(encryption::sealing_at_open(&meta, &memories, key).await?);
         let stored_model = read_meta(&meta, "embed.model").await?;
         migrate_memories(&memories, dim, stored_model.as_deref()).await?;
         let schema = memories.schema().await?;
@@ -155,12 +168,14 @@ impl Store {
 
         let counts = Arc::new(Counts::default());
         counts.recount(&memories).await?;
+        let (text_column, _) = sealing.text_index();
         let has_fts = memories
             .list_indices()
             .await?
             .iter()
-            .any(|i| i.columns.iter().any(|c| c == "content"));
+            .any(|i| i.columns.iter().any(|c| c == text_column));
         let fts_ready = Arc::new(AtomicBool::new(has_fts));
+        let seal_progress = Arc::new(encryption::SealProgress::default());
         let (writer, task) = writer::start(
             writer::Memories {
                 table: memories.clone(),
@@ -168,6 +183,8 @@ impl Store {
                 fts_ready: fts_ready.clone(),
                 counts: counts.clone(),
                 unfolded: Default::default(),
+                sealing: sealing.clone(),
+                seal_progress: seal_progress.clone(),
             },
             writer::WriterSettings {
                 interval: Duration::from_millis(config.commit_interval_ms),
@@ -189,8 +206,21 @@ impl Store {
             fts_ready,
             counts,
             purge: Default::default(),
+            sealing,
+            seal_progress,
+            key: key.clone(),
         });
         Ok(store)
+    }
+
+    /// Encryption at rest: what reads open and writes seal with.
+    pub fn sealing(&self) -> &seal::Sealing {
+        &self.sealing
+    }
+
+    /// What makes two texts the same memory here (keyed in an encrypted store).
+    pub fn content_hash(&self, content: &str) -> String {
+        self.sealing.content_hash(content)
     }
 
     pub fn writer(&self) -> &WriterHandle {
@@ -408,6 +438,14 @@ async fn write_meta(meta: &Table, key: &str, value: &str) -> Result<(), StoreErr
         .when_not_matched_insert_all();
     merge.execute(Box::new(reader)).await?;
     Ok(())
+}
+
+/// A plain store of 4-dimensional vectors in `dir`, for tests.
+#[cfg(test)]
+pub async fn test_store(dir: &Path) -> Arc<Store> {
+    Store::open(dir, 4, "test", &Default::default(), &Default::default())
+        .await
+        .expect("test store opens")
 }
 
 #[cfg(test)]

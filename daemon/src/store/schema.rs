@@ -14,7 +14,7 @@ use super::StoreError;
 
 /// Bumped whenever the `memories` columns change; recorded in the `meta` table. A table of an
 /// older version gains the new (nullable) columns, all null, when opened.
-pub const MEMORIES_SCHEMA_VERSION: u32 = 2;
+pub const MEMORIES_SCHEMA_VERSION: u32 = 3;
 
 /// How a column goes on the wire (`protocol::memory::Memory`).
 trait Wire<T> {
@@ -134,6 +134,11 @@ memory_columns! {
     summarized_by: Option<String> => same,
     /// Schema 2: when consolidation found it faded.
     faded_at: Option<i64> => time,
+    /// Schema 3: in an encrypted store, the keyed hashes of the content's terms (what the
+    /// full-text index covers there); null otherwise.
+    terms: Option<String>,
+    /// Schema 3: content and metadata are ciphertext (see `seal.rs`).
+    sealed: bool,
 }
 
 fn vector_dim(schema: &Schema) -> Result<i32, StoreError> {
@@ -170,15 +175,19 @@ impl MemoryRecord {
     }
 }
 
-/// What makes two texts the same memory: case and spacing do not count.
-pub fn content_hash(content: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let normalized: String = content
+/// The text two memories must share to be the same: case and spacing do not count.
+pub fn normalized_for_hash(content: &str) -> String {
+    content
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-        .to_lowercase();
-    let digest = Sha256::digest(normalized.as_bytes());
+        .to_lowercase()
+}
+
+/// What makes two texts the same memory in a plain store (an encrypted one keys it).
+pub fn content_hash(content: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(normalized_for_hash(content).as_bytes());
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
@@ -196,13 +205,14 @@ pub fn patch_batch(
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
-/// Every column but the vector: what reads fetch unless they need vectors.
+/// Every column but the vector and the hashed terms: what reads fetch unless they need
+/// vectors.
 pub fn columns_without_vector(schema: &Schema) -> Vec<String> {
     schema
         .fields()
         .iter()
         .map(|f| f.name().clone())
-        .filter(|n| n != "vector")
+        .filter(|n| n != "vector" && n != "terms")
         .collect()
 }
 
@@ -257,6 +267,8 @@ pub(crate) mod tests {
             last_accessed_at: None,
             summarized_by: None,
             faded_at: Some(3),
+            terms: Some("t".into()),
+            sealed: false,
         }
     }
 

@@ -315,11 +315,9 @@ mod tests {
     #[tokio::test]
     async fn lancedb_reads_the_rendered_predicates() {
         use crate::store::schema::tests::record;
-        use crate::store::{Store, WriteOp};
+        use crate::store::WriteOp;
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 4, "test", &Default::default())
-            .await
-            .unwrap();
+        let store = crate::store::test_store(dir.path()).await;
         let mut rows = vec![record("a", "one", 4), record("b", "two", 4)];
         rows[1].namespace = "o'brien".into();
         rows[1].salience = 8.0;

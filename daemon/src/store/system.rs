@@ -153,11 +153,22 @@ pub fn processes_batch(rows: &[(String, ProcessEntry)]) -> Result<RecordBatch, S
         ),
         Arc::new(
             rows.iter()
-                .map(|(_, p)| Some(json(p)))
+                .map(|(_, p)| Some(json(&without_arguments(p))))
                 .collect::<StringArray>(),
         ),
     ];
     Ok(RecordBatch::try_new(processes_schema(), columns)?)
+}
+
+/// What of a process goes on disk: its program, never its arguments. Arguments carry
+/// secrets (`mnemo add "…"` itself, tokens, passwords), and the inventory keeps for days;
+/// the live answer still has the whole command line.
+fn without_arguments(p: &ProcessEntry) -> ProcessEntry {
+    let program = p.cmdline.split_whitespace().next().unwrap_or_default();
+    ProcessEntry {
+        cmdline: program.to_string(),
+        ..p.clone()
+    }
 }
 
 pub(super) async fn json_rows<T: serde::de::DeserializeOwned>(
@@ -260,5 +271,29 @@ impl SystemTables {
         let rows: Vec<(i64, SystemProfile)> =
             json_rows(&self.profiles, &col("detected_at").ge(0_i64)).await?;
         Ok(rows.into_iter().last().map(|(_, p)| p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stored_inventory_keeps_programs_not_arguments() {
+        let entry = ProcessEntry {
+            pid: 7,
+            name: "mnemo".into(),
+            cmdline: "/usr/bin/mnemo add my bank pin is 4321".into(),
+            first_seen: "2026-11-23T00:00:00Z".into(),
+            last_seen: "2026-11-23T00:00:00Z".into(),
+            ..Default::default()
+        };
+        let batch = processes_batch(&[("7-1".into(), entry)]).unwrap();
+        let stored = format!("{:?}", batch.column_by_name("data").unwrap());
+        assert!(stored.contains("/usr/bin/mnemo"), "{stored}");
+        assert!(
+            !stored.contains("4321") && !stored.contains("bank"),
+            "{stored}"
+        );
     }
 }

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use lancedb::arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use lancedb::arrow::arrow_schema::SchemaRef;
-use lancedb::index::scalar::FtsIndexBuilder;
 use lancedb::index::vector::IvfPqIndexBuilder;
 use lancedb::index::Index;
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeStats};
@@ -19,8 +18,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::counts::Counts;
+use super::encryption::SealProgress;
 use super::filter::current;
 use super::schema::{to_batch, MemoryRecord};
+use super::seal::Sealing;
 use super::sql::{col, Expr, Pred};
 use super::StoreError;
 
@@ -74,6 +75,10 @@ pub enum WriteOp {
     },
     /// Deletes from another table.
     DeleteWhere { table: Table, predicate: Pred },
+    /// Encrypts plain rows with the store's keys, a chunk at a time so other writes go
+    /// between; answers rows sealed. With `finish`, seals every plain row left, turns sealing
+    /// on (later writes are sealed) and moves the full-text index to the hashed terms.
+    Seal { finish: bool },
 }
 
 impl WriteOp {
@@ -90,6 +95,7 @@ impl WriteOp {
             | WriteOp::CompactSmall
             | WriteOp::BuildTextIndex
             | WriteOp::BuildVectorIndex { .. }
+            | WriteOp::Seal { .. }
             | WriteOp::Purge => 1,
         }
     }
@@ -231,6 +237,9 @@ pub(super) struct Memories {
     pub counts: Arc<Counts>,
     /// Rows appended since the indexes last took in new rows.
     pub unfolded: AtomicUsize,
+    /// Encryption at rest: rows are sealed as they are written, once it is on.
+    pub sealing: Arc<Sealing>,
+    pub seal_progress: Arc<SealProgress>,
 }
 
 /// Appended rows past which the writer folds them into the indexes right after acknowledging
@@ -396,7 +405,7 @@ async fn ensure_text_index(memories: &Memories) {
     if memories.fts_ready.load(Ordering::Acquire) {
         return;
     }
-    match build_text_index(&memories.table).await {
+    match build_text_index(memories).await {
         Ok(()) => memories.fts_ready.store(true, Ordering::Release),
         Err(e) => tracing::warn!("building the full-text index failed (retried later): {e}"),
     }
@@ -414,9 +423,11 @@ async fn fold(memories: &Memories) {
     }
 }
 
-async fn build_text_index(table: &Table) -> Result<(), StoreError> {
-    table
-        .create_index(&["content"], Index::FTS(FtsIndexBuilder::default()))
+pub(super) async fn build_text_index(memories: &Memories) -> Result<(), StoreError> {
+    let (column, analyzer) = memories.sealing.text_index();
+    memories
+        .table
+        .create_index(&[column], Index::FTS(analyzer))
         .replace(true)
         .execute()
         .await?;
@@ -448,7 +459,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
             Ok(0)
         }
         WriteOp::BuildTextIndex => {
-            build_text_index(table).await?;
+            build_text_index(memories).await?;
             memories.fts_ready.store(true, Ordering::Release);
             Ok(0)
         }
@@ -467,6 +478,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
             Ok(0)
         }
         WriteOp::Purge => purge(memories).await,
+        WriteOp::Seal { finish } => super::encryption::seal_rows(memories, finish).await,
         WriteOp::Patch { batch, only_if } => {
             let schema = batch.schema();
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
@@ -544,7 +556,7 @@ async fn purge(memories: &Memories) -> Result<u64, StoreError> {
         })
         .await?;
     if memories.fts_ready.load(Ordering::Acquire) {
-        build_text_index(table).await?;
+        build_text_index(memories).await?;
     }
     let indexed = table.list_indices().await?;
     if indexed
@@ -584,12 +596,20 @@ fn flatten(ops: Vec<WriteOp>) -> Vec<MemoryRecord> {
 }
 
 async fn append(memories: &Memories, rows: &[MemoryRecord]) -> Result<(), StoreError> {
-    let batch = to_batch(&memories.schema, rows)?;
+    let batch = to_batch(&memories.schema, &memories.sealing.seal(rows))?;
     memories.table.add(batch).execute().await?;
     Ok(())
 }
 
 async fn upsert(memories: &Memories, rows: &[MemoryRecord]) -> Result<(), StoreError> {
+    merge_rows(memories, &memories.sealing.seal(rows)).await
+}
+
+/// Rows replacing those with the same id, or added, exactly as given.
+pub(super) async fn merge_rows(
+    memories: &Memories,
+    rows: &[MemoryRecord],
+) -> Result<(), StoreError> {
     let batch: RecordBatch = to_batch(&memories.schema, rows)?;
     let reader = RecordBatchIterator::new(vec![Ok(batch)], memories.schema.clone());
     let mut merge = memories.table.merge_insert(&["id"]);

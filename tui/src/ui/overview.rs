@@ -1,6 +1,7 @@
 //! Overview: the machine (gauges and a chart over the last minutes), its GPUs, the adaptive
 //! budget, the memory counts and rates, and consolidation at a glance.
 
+use mnemo_protocol::daemon::EncryptionMode;
 use mnemo_protocol::system::Snapshot;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style, Stylize};
@@ -227,6 +228,17 @@ fn draw_memory(frame: &mut Frame, area: Rect, app: &App) {
                 format!("re-embedding {}/{} with {}", r.done, r.total, r.model).cyan(),
             ));
         }
+        let e = &s.encryption;
+        lines.push(match e.mode {
+            EncryptionMode::On => Line::from("encrypted at rest"),
+            EncryptionMode::Converting => {
+                Line::from(format!("encrypting {}/{}", e.done, e.total).cyan())
+            }
+            EncryptionMode::Off if e.asked => {
+                Line::from("not encrypted: run `mnemo encrypt`".yellow())
+            }
+            EncryptionMode::Off => Line::from("not encrypted at rest"),
+        });
         if s.degraded() {
             for c in s
                 .components
@@ -405,11 +417,13 @@ mod tests {
             "queues": {"in_flight_requests": 0, "pending_writes": 0, "pending_embeds": 0, "connections": 1},
             "memories": {"total": 42, "by_kind": {"episodic": 42}},
             "counters": {"memories_added": 3, "searches": 1},
-            "reembed": {"model": "minilm:all-MiniLM-L6-v2", "done": 10, "total": 42}
+            "reembed": {"model": "minilm:all-MiniLM-L6-v2", "done": 10, "total": 42},
+            "encryption": {"mode": "converting", "done": 7, "total": 42}
         }))
         .unwrap();
         app.apply(Update::Status(Box::new(status)));
         let screen = render(&app, 100, 30);
         assert!(screen.contains("re-embedding 10/42"), "{screen}");
+        assert!(screen.contains("encrypting 7/42"), "{screen}");
     }
 }

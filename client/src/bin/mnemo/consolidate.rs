@@ -1,6 +1,6 @@
 //! `mnemo consolidate`: run consolidation now, watch it, read past runs.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
@@ -113,22 +113,9 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
 }
 
 fn draw(progress: Option<&Progress>) {
-    let Some(p) = progress else {
-        return;
-    };
-    let width = 30;
-    let filled = (p.done.min(p.total) * width)
-        .checked_div(p.total)
-        .unwrap_or(0) as usize;
-    eprint!(
-        "\r\x1b[2K{:<10} [{}{}] {}/{}",
-        p.phase.as_str(),
-        "#".repeat(filled),
-        ".".repeat(width as usize - filled),
-        p.done,
-        p.total
-    );
-    let _ = std::io::stderr().flush();
+    if let Some(p) = progress {
+        crate::output::draw_progress(p.phase.as_str(), p.done, p.total);
+    }
 }
 
 fn status_name(s: RunStatus) -> &'static str {

@@ -4,10 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mnemo_client::Client;
-use mnemo_protocol::daemon::{ComponentHealth, Hello, HelloParams, Status};
+use mnemo_protocol::daemon::{ComponentHealth, EncryptionMode, Hello, HelloParams, Status};
 use mnemo_protocol::paths;
 use mnemo_protocol::{NoParams, PROTOCOL_VERSION};
 use serde::Serialize;
+
+use crate::output::encryption_text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -344,6 +346,17 @@ async fn daemon(checks: &mut Vec<Check>, socket: &Path) {
         }
     }
     if let Ok(status) = client.call::<Status>(&NoParams {}).await {
+        let e = &status.encryption;
+        let (verdict, fix) = match e.mode {
+            EncryptionMode::On => (Verdict::Ok, None),
+            EncryptionMode::Converting => (Verdict::Warn, Some("mnemo encrypt")),
+            EncryptionMode::Off if e.asked => (Verdict::Warn, Some("mnemo encrypt")),
+            EncryptionMode::Off => (
+                Verdict::Info,
+                Some("to encrypt memories at rest: `mnemo encrypt` (see the README's [security])"),
+            ),
+        };
+        checks.push(check("encryption", verdict, encryption_text(e), fix));
         for c in status.components {
             let gpu = c.name == "hardware";
             let verdict = match c.state {

@@ -3,6 +3,7 @@
 mod bench;
 mod consolidate;
 mod doctor;
+mod encrypt;
 mod memory;
 mod output;
 mod system;
@@ -56,6 +57,10 @@ enum Command {
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
     /// `status` and `runs` show the idle state and past runs.
     Consolidate(consolidate::ConsolidateArgs),
+    /// Encrypt memories at rest: content and metadata sealed with a key kept in a 0600 file
+    /// (created if missing; back it up). Vectors, times and tags stay plain: see the README.
+    /// New stores are encrypted from the start with `[security] encrypt = true`.
+    Encrypt,
     /// Check the installation (binaries, config, data dir, model, service, daemon, GPU) and
     /// say how to fix each problem.
     Doctor,
@@ -117,6 +122,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::System(cmd) => system::run(cmd, &socket, &out).await?,
         Command::Bench(args) => bench::run(args, &socket).await?,
         Command::Consolidate(args) => consolidate::run(args, &socket, &out).await?,
+        Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
     }
     Ok(())

@@ -1,9 +1,12 @@
 //! How results look: JSON for scripts, short readable text for people.
 
+use std::io::Write;
 use std::time::Duration;
 
 use mnemo_client::ClientError;
-use mnemo_protocol::daemon::{ComponentHealth, HelloResult, StatusResult};
+use mnemo_protocol::daemon::{
+    ComponentHealth, EncryptionMode, EncryptionStatus, HelloResult, StatusResult,
+};
 use mnemo_protocol::memory::{Memory, SearchResult};
 use serde::Serialize;
 
@@ -51,6 +54,7 @@ impl Output {
                 "  queues     {} in flight, {} writes pending, {} embeds pending, {} connections",
                 q.in_flight_requests, q.pending_writes, q.pending_embeds, q.connections
             ));
+            lines.push(format!("  encryption {}", encryption_text(&s.encryption)));
             if let Some(r) = &s.reembed {
                 lines.push(format!(
                     "  re-embed   {}/{} memories with {} (found by their words meanwhile)",
@@ -177,6 +181,34 @@ fn memory_text(m: &Memory) -> String {
         lines.push(format!("metadata    {}", m.metadata));
     }
     lines.join("\n")
+}
+
+/// Whether memories are encrypted at rest, and what to do when that is not what was asked.
+pub fn encryption_text(e: &EncryptionStatus) -> String {
+    let key = e.key_file.as_deref().unwrap_or("-");
+    match e.mode {
+        EncryptionMode::On => format!("on (key {key}; back it up: without it nothing opens)"),
+        EncryptionMode::Converting => format!(
+            "converting, {}/{} memories sealed (key {key}); if it was interrupted, run `mnemo encrypt`",
+            e.done, e.total
+        ),
+        EncryptionMode::Off if e.asked => {
+            "off, though the config asks for it: run `mnemo encrypt`".into()
+        }
+        EncryptionMode::Off => "off".into(),
+    }
+}
+
+/// A progress bar on stderr, redrawn in place (callers draw only on a terminal).
+pub fn draw_progress(label: &str, done: u64, total: u64) {
+    let width = 30;
+    let filled = (done.min(total) * width).checked_div(total).unwrap_or(0) as usize;
+    eprint!(
+        "\r\x1b[2K{label:<10} [{}{}] {done}/{total}",
+        "#".repeat(filled),
+        ".".repeat(width as usize - filled),
+    );
+    let _ = std::io::stderr().flush();
 }
 
 fn human_duration(secs: f64) -> String {

@@ -1,0 +1,364 @@
+//! Which stores are encrypted and with what key: decided at open (before anything is written,
+//! so a wrong key changes nothing), and the conversion of a plain store (`mnemo encrypt`).
+//!
+//! `meta` records `security.key_check` as soon as any row may be sealed (so a start without the
+//! key refuses), and `security.mode = sealed` once every row is.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use futures::TryStreamExt;
+use lancedb::arrow::arrow_array::RecordBatch;
+use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::Table;
+use mnemo_protocol::daemon::{EncryptionMode, EncryptionStatus};
+
+use super::schema::{from_batch, MemoryRecord};
+use super::seal::{read_key_file, read_or_create_key_file, Keys, Sealing};
+use super::sql::{col, Filtered, Pred};
+use super::writer::{build_text_index, merge_rows, Memories};
+use super::{read_meta, write_meta, Store, StoreError, WriteOp};
+
+const KEY_CHECK: &str = "security.key_check";
+const MODE: &str = "security.mode";
+const SEALED: &str = "sealed";
+
+/// Whether new stores are encrypted, and where the key is.
+#[derive(Debug, Clone)]
+pub struct KeySettings {
+    pub encrypt: bool,
+    pub key_file: PathBuf,
+}
+
+impl Default for KeySettings {
+    /// Plain, with the key (should `mnemo encrypt` make one) in the default place.
+    fn default() -> Self {
+        Self {
+            encrypt: false,
+            key_file: mnemo_protocol::paths::default_key_path(),
+        }
+    }
+}
+
+/// How far a conversion has come (rows sealed of rows to seal).
+#[derive(Default)]
+pub struct SealProgress {
+    pub running: AtomicBool,
+    pub done: AtomicU64,
+    pub total: AtomicU64,
+}
+
+/// The store's sealing as `meta` and the key file say. Runs before any write of the open.
+pub(super) async fn sealing_at_open(
+    meta: &Table,
+    memories: &Table,
+    settings: &KeySettings,
+) -> Result<Sealing, StoreError> {
+    let sealing = Sealing::default();
+    let path = &settings.key_file;
+    match read_meta(meta, KEY_CHECK).await? {
+        Some(check) => {
+            let master = read_key_file(path)?.ok_or_else(|| {
+                StoreError::Key(format!(
+                    "this store is encrypted and its key file {} does not exist; put the key \
+                     back there (or set security.key_file to where it is). Nothing was changed.",
+                    path.display()
+                ))
+            })?;
+            let keys = Keys::from_master(&master);
+            if keys.check() != check {
+                return Err(StoreError::Key(format!(
+                    "the key in {} is not this store's key; put the right key file there. \
+                     Nothing was changed.",
+                    path.display()
+                )));
+            }
+            sealing.set_keys(keys);
+            if read_meta(meta, MODE).await?.as_deref() == Some(SEALED) {
+                sealing.turn_on();
+            } else {
+                tracing::warn!("encrypting this store was interrupted: run `mnemo encrypt` again");
+            }
+        }
+        None if settings.encrypt && memories.count_rows(None).await? == 0 => {
+            let keys = Keys::from_master(&read_or_create_key_file(path)?);
+            write_meta(meta, KEY_CHECK, keys.check()).await?;
+            write_meta(meta, MODE, SEALED).await?;
+            sealing.set_keys(keys);
+            sealing.turn_on();
+            tracing::info!("new store encrypted with the key in {}", path.display());
+        }
+        None if settings.encrypt => tracing::warn!(
+            "security.encrypt is set but this store holds plain memories: run `mnemo encrypt` \
+             to convert it"
+        ),
+        None => {}
+    }
+    Ok(sealing)
+}
+
+impl Store {
+    pub fn encryption_status(&self) -> EncryptionStatus {
+        let sealing = self.sealing();
+        let progress = &self.seal_progress;
+        let mode = if sealing.is_on() {
+            EncryptionMode::On
+        } else if sealing.keys().is_some() {
+            EncryptionMode::Converting
+        } else {
+            EncryptionMode::Off
+        };
+        EncryptionStatus {
+            mode,
+            key_file: (mode != EncryptionMode::Off).then(|| key_text(&self.key.key_file)),
+            asked: self.key.encrypt && mode != EncryptionMode::On,
+            done: progress.done.load(Ordering::Relaxed),
+            total: progress.total.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Encrypts every memory (a plain store, or one whose conversion was interrupted), then
+    /// purges the plain text from old versions and index files. Answers the rows sealed.
+    pub async fn encrypt(&self) -> Result<u64, StoreError> {
+        if self.sealing().is_on() {
+            return Ok(0);
+        }
+        if self.seal_progress.running.swap(true, Ordering::AcqRel) {
+            return Err(StoreError::Conflict(
+                "the store is already being encrypted; `mnemo status` shows how far".into(),
+            ));
+        }
+        let result = self.convert().await;
+        self.seal_progress.running.store(false, Ordering::Release);
+        result
+    }
+
+    async fn convert(&self) -> Result<u64, StoreError> {
+        if self.sealing().keys().is_none() {
+            let keys = Keys::from_master(&read_or_create_key_file(&self.key.key_file)?);
+            // Recorded first: from here a start without this key refuses.
+            self.meta_set(KEY_CHECK, keys.check()).await?;
+            self.sealing().set_keys(keys);
+        }
+        let progress = &self.seal_progress;
+        progress.done.store(0, Ordering::Relaxed);
+        let plain = self.memories.count_rows(plain_rows().filter()).await? as u64;
+        progress.total.store(plain, Ordering::Relaxed);
+        let mut sealed = 0;
+        // Chunk by chunk, so adds and searches go on meanwhile; the last op seals what
+        // arrived in between and switches sealing on, with no write between the two.
+        loop {
+            let n = self
+                .writer()
+                .submit(WriteOp::Seal { finish: false })
+                .await?;
+            sealed += n;
+            if n == 0 {
+                break;
+            }
+        }
+        sealed += self.writer().submit(WriteOp::Seal { finish: true }).await?;
+        self.meta_set(MODE, SEALED).await?;
+        self.writer().submit(WriteOp::Purge).await?;
+        tracing::info!(
+            "encrypted {sealed} memories with the key in {}",
+            self.key.key_file.display()
+        );
+        Ok(sealed)
+    }
+
+    pub fn key_file(&self) -> &Path {
+        &self.key.key_file
+    }
+}
+
+/// Rows not yet sealed (null in rows older than schema 3).
+fn plain_rows() -> Pred {
+    col("sealed").eq(false).or(col("sealed").null())
+}
+
+/// Rows sealed per commit of a conversion.
+const SEAL_CHUNK: usize = 512;
+
+/// [`WriteOp::Seal`], run by the writer.
+pub(super) async fn seal_rows(memories: &Memories, finish: bool) -> Result<u64, StoreError> {
+    let mut sealed = 0u64;
+    loop {
+        let batches: Vec<RecordBatch> = memories
+            .table
+            .query()
+            .filtered(&plain_rows())
+            .limit(SEAL_CHUNK)
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let rows: Vec<MemoryRecord> = batches.iter().flat_map(from_batch).collect();
+        if rows.is_empty() {
+            break;
+        }
+        merge_rows(memories, &memories.sealing.seal_with_keys(&rows)?).await?;
+        sealed += rows.len() as u64;
+        memories
+            .seal_progress
+            .done
+            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        if !finish {
+            break;
+        }
+    }
+    if finish {
+        switch_text_index(memories).await?;
+    }
+    Ok(sealed)
+}
+
+/// Sealing on, and the full-text index over hashed terms in place of the plain one (whose
+/// files the purge that follows removes).
+async fn switch_text_index(memories: &Memories) -> Result<(), StoreError> {
+    memories.fts_ready.store(false, Ordering::Release);
+    memories.sealing.turn_on();
+    // An empty table gets its index with its first rows, as a new store does.
+    if memories.table.count_rows(None).await? > 0 {
+        build_text_index(memories).await?;
+        memories.fts_ready.store(true, Ordering::Release);
+    }
+    for index in memories.table.list_indices().await? {
+        if index.columns.iter().any(|c| c == "content") {
+            memories.table.drop_index(&index.name).await?;
+        }
+    }
+    Ok(())
+}
+
+fn key_text(path: &Path) -> String {
+    format!("file {}", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::maintenance::tests::{assert_all_found, files_holding, files_under, memory};
+    use super::*;
+
+    async fn open(dir: &Path, key: &KeySettings) -> Result<std::sync::Arc<Store>, StoreError> {
+        Store::open(dir, 4, "test", &Default::default(), key).await
+    }
+
+    /// Every file name and length under `dir`: what a refused start must leave as it was.
+    fn listing(dir: &Path) -> Vec<(PathBuf, u64)> {
+        let mut out: Vec<(PathBuf, u64)> = files_under(dir)
+            .into_iter()
+            .map(|p| {
+                let len = std::fs::metadata(&p).unwrap().len();
+                (p, len)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A plain store in `dir`/db holding `n` memories, its key to be `dir`/mnemo.key.
+    async fn plain_store(
+        dir: &Path,
+        n: usize,
+    ) -> (
+        PathBuf,
+        KeySettings,
+        Vec<MemoryRecord>,
+        std::sync::Arc<Store>,
+    ) {
+        let db = dir.join("db");
+        let key = KeySettings {
+            encrypt: false,
+            key_file: dir.join("mnemo.key"),
+        };
+        let rows: Vec<MemoryRecord> = (0..n).map(memory).collect();
+        let store = open(&db, &key).await.unwrap();
+        store
+            .writer()
+            .submit(WriteOp::Insert(rows.clone()))
+            .await
+            .unwrap();
+        (db, key, rows, store)
+    }
+
+    #[tokio::test]
+    async fn a_plain_store_converts_and_then_opens_only_with_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, key, rows, store) = plain_store(dir.path(), 30).await;
+        assert!(!files_holding(&db, "garden").is_empty(), "plain before");
+        assert_eq!(store.encryption_status().mode, EncryptionMode::Off);
+
+        assert_eq!(store.encrypt().await.unwrap(), 30);
+        let status = store.encryption_status();
+        assert_eq!(
+            (status.mode, status.done, status.total),
+            (EncryptionMode::On, 30, 30)
+        );
+        assert_all_found(&store, &rows, "after converting").await;
+        let later = memory(31);
+        store
+            .writer()
+            .submit(WriteOp::Insert(vec![later.clone()]))
+            .await
+            .unwrap();
+        assert_all_found(&store, std::slice::from_ref(&later), "added after").await;
+        assert_eq!(files_holding(&db, "garden"), Vec::<String>::new());
+        store.close().await;
+        drop(store);
+
+        let before = listing(&db);
+        let wrong = KeySettings {
+            encrypt: false,
+            key_file: dir.path().join("other.key"),
+        };
+        let missing = open(&db, &wrong).await.err().expect("no key file");
+        assert!(missing.to_string().contains("does not exist"), "{missing}");
+        create_key_file_like(&wrong.key_file);
+        let refused = open(&db, &wrong).await.err().expect("wrong key");
+        assert!(
+            refused.to_string().contains("not this store's key"),
+            "{refused}"
+        );
+        assert_eq!(listing(&db), before, "a refused start changes nothing");
+
+        let store = open(&db, &key).await.unwrap();
+        assert_eq!(store.encryption_status().mode, EncryptionMode::On);
+        assert_all_found(&store, &rows, "after a restart").await;
+        let read = store.get("m3").await.unwrap().unwrap();
+        assert_eq!(read.content, rows[3].content);
+        assert_eq!(read.metadata, rows[3].metadata);
+    }
+
+    /// A conversion cut off after its first chunk: the store opens as converting, reads
+    /// the rows sealed so far, and a second `encrypt` finishes the job.
+    #[tokio::test]
+    async fn an_interrupted_conversion_opens_and_finishes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, key, rows, store) = plain_store(dir.path(), SEAL_CHUNK + 20).await;
+        let keys = Keys::from_master(&read_or_create_key_file(&key.key_file).unwrap());
+        store.meta_set(KEY_CHECK, keys.check()).await.unwrap();
+        store.sealing().set_keys(keys);
+        let first = store
+            .writer()
+            .submit(WriteOp::Seal { finish: false })
+            .await
+            .unwrap();
+        assert_eq!(first, SEAL_CHUNK as u64);
+        store.close().await;
+        drop(store);
+
+        let store = open(&db, &key).await.unwrap();
+        assert_eq!(store.encryption_status().mode, EncryptionMode::Converting);
+        let read = store.get("m0").await.unwrap().unwrap();
+        assert_eq!(read.content, rows[0].content, "sealed rows open meanwhile");
+        assert_eq!(store.encrypt().await.unwrap(), 20);
+        assert_eq!(store.encryption_status().mode, EncryptionMode::On);
+        assert_all_found(&store, &rows, "after finishing").await;
+        assert_eq!(files_holding(&db, "garden"), Vec::<String>::new());
+    }
+
+    fn create_key_file_like(path: &Path) {
+        super::super::seal::create_key_file(path).unwrap();
+    }
+}
