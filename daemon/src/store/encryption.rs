@@ -5,18 +5,13 @@
 //! key refuses), and `security.mode = sealed` once every row is.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use futures::TryStreamExt;
-use lancedb::arrow::arrow_array::RecordBatch;
-use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::Table;
 use mnemo_protocol::daemon::{EncryptionMode, EncryptionStatus};
 
-use super::schema::{from_batch, MemoryRecord};
+use super::filter::plain_rows;
 use super::seal::{read_key_file, read_or_create_key_file, Keys, Sealing};
-use super::sql::{col, Filtered, Pred};
-use super::writer::{build_text_index, merge_rows, Memories};
 use super::{read_meta, write_meta, Store, StoreError, WriteOp};
 
 const KEY_CHECK: &str = "security.key_check";
@@ -38,14 +33,6 @@ impl Default for KeySettings {
             key_file: mnemo_protocol::paths::default_key_path(),
         }
     }
-}
-
-/// How far a conversion has come (rows sealed of rows to seal).
-#[derive(Default)]
-pub struct SealProgress {
-    pub running: AtomicBool,
-    pub done: AtomicU64,
-    pub total: AtomicU64,
 }
 
 /// The store's sealing as `meta` and the key file say. Runs before any write of the open.
@@ -172,65 +159,6 @@ impl Store {
     }
 }
 
-/// Rows not yet sealed (null in rows older than schema 3).
-fn plain_rows() -> Pred {
-    col("sealed").eq(false).or(col("sealed").null())
-}
-
-/// Rows sealed per commit of a conversion.
-const SEAL_CHUNK: usize = 512;
-
-/// [`WriteOp::Seal`], run by the writer.
-pub(super) async fn seal_rows(memories: &Memories, finish: bool) -> Result<u64, StoreError> {
-    let mut sealed = 0u64;
-    loop {
-        let batches: Vec<RecordBatch> = memories
-            .table
-            .query()
-            .filtered(&plain_rows())
-            .limit(SEAL_CHUNK)
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
-        let rows: Vec<MemoryRecord> = batches.iter().flat_map(from_batch).collect();
-        if rows.is_empty() {
-            break;
-        }
-        merge_rows(memories, &memories.sealing.seal_with_keys(&rows)?).await?;
-        sealed += rows.len() as u64;
-        memories
-            .seal_progress
-            .done
-            .fetch_add(rows.len() as u64, Ordering::Relaxed);
-        if !finish {
-            break;
-        }
-    }
-    if finish {
-        switch_text_index(memories).await?;
-    }
-    Ok(sealed)
-}
-
-/// Sealing on, and the full-text index over hashed terms in place of the plain one (whose
-/// files the purge that follows removes).
-async fn switch_text_index(memories: &Memories) -> Result<(), StoreError> {
-    memories.fts_ready.store(false, Ordering::Release);
-    memories.sealing.turn_on();
-    // An empty table gets its index with its first rows, as a new store does.
-    if memories.table.count_rows(None).await? > 0 {
-        build_text_index(memories).await?;
-        memories.fts_ready.store(true, Ordering::Release);
-    }
-    for index in memories.table.list_indices().await? {
-        if index.columns.iter().any(|c| c == "content") {
-            memories.table.drop_index(&index.name).await?;
-        }
-    }
-    Ok(())
-}
-
 fn key_text(path: &Path) -> String {
     format!("file {}", path.display())
 }
@@ -238,7 +166,9 @@ fn key_text(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::maintenance::tests::{assert_all_found, files_holding, files_under, memory};
+    use super::super::writer::SEAL_CHUNK;
     use super::*;
+    use crate::store::schema::MemoryRecord;
 
     async fn open(dir: &Path, key: &KeySettings) -> Result<std::sync::Arc<Store>, StoreError> {
         Store::open(dir, 4, "test", &Default::default(), key).await

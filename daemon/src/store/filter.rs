@@ -11,6 +11,11 @@ pub fn current() -> Pred {
 }
 
 /// When a memory happened: its event time, or when it was added.
+/// Rows not yet sealed (null in rows older than schema 3).
+pub fn plain_rows() -> Pred {
+    col("sealed").eq(false).or(col("sealed").null())
+}
+
 pub fn event_time() -> Expr {
     col("occurred_at").coalesce(col("created_at"))
 }

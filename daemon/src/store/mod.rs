@@ -113,7 +113,7 @@ pub struct Store {
     purge: tokio::sync::Notify,
     /// Encryption at rest: the keys, if any, and whether writes are sealed.
     sealing: Arc<seal::Sealing>,
-    seal_progress: Arc<encryption::SealProgress>,
+    seal_progress: Arc<seal::SealProgress>,
     key: KeySettings,
 }
 
@@ -175,7 +175,7 @@ impl Store {
             .iter()
             .any(|i| i.columns.iter().any(|c| c == text_column));
         let fts_ready = Arc::new(AtomicBool::new(has_fts));
-        let seal_progress = Arc::new(encryption::SealProgress::default());
+        let seal_progress = Arc::new(seal::SealProgress::default());
         let (writer, task) = writer::start(
             writer::Memories {
                 table: memories.clone(),

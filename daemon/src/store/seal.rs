@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use base64::Engine as _;
@@ -135,6 +135,14 @@ fn hex(bytes: &[u8]) -> String {
 pub struct Sealing {
     keys: OnceLock<Keys>,
     on: AtomicBool,
+}
+
+/// How far a conversion has come (rows sealed of rows to seal).
+#[derive(Default)]
+pub struct SealProgress {
+    pub running: AtomicBool,
+    pub done: AtomicU64,
+    pub total: AtomicU64,
 }
 
 /// The full-text index of a sealed store: over hashed terms, which must reach it unchanged.

@@ -8,21 +8,22 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use lancedb::arrow::arrow_schema::SchemaRef;
 use lancedb::index::vector::IvfPqIndexBuilder;
 use lancedb::index::Index;
+use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeStats};
 use lancedb::Table;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::counts::Counts;
-use super::encryption::SealProgress;
-use super::filter::current;
-use super::schema::{to_batch, MemoryRecord};
-use super::seal::Sealing;
-use super::sql::{col, Expr, Pred};
+use super::filter::{current, plain_rows};
+use super::schema::{from_batch, to_batch, MemoryRecord};
+use super::seal::{SealProgress, Sealing};
+use super::sql::{col, Expr, Filtered, Pred};
 use super::StoreError;
 
 pub enum WriteOp {
@@ -423,7 +424,7 @@ async fn fold(memories: &Memories) {
     }
 }
 
-pub(super) async fn build_text_index(memories: &Memories) -> Result<(), StoreError> {
+async fn build_text_index(memories: &Memories) -> Result<(), StoreError> {
     let (column, analyzer) = memories.sealing.text_index();
     memories
         .table
@@ -478,7 +479,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
             Ok(0)
         }
         WriteOp::Purge => purge(memories).await,
-        WriteOp::Seal { finish } => super::encryption::seal_rows(memories, finish).await,
+        WriteOp::Seal { finish } => seal_rows(memories, finish).await,
         WriteOp::Patch { batch, only_if } => {
             let schema = batch.schema();
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
@@ -606,10 +607,7 @@ async fn upsert(memories: &Memories, rows: &[MemoryRecord]) -> Result<(), StoreE
 }
 
 /// Rows replacing those with the same id, or added, exactly as given.
-pub(super) async fn merge_rows(
-    memories: &Memories,
-    rows: &[MemoryRecord],
-) -> Result<(), StoreError> {
+async fn merge_rows(memories: &Memories, rows: &[MemoryRecord]) -> Result<(), StoreError> {
     let batch: RecordBatch = to_batch(&memories.schema, rows)?;
     let reader = RecordBatchIterator::new(vec![Ok(batch)], memories.schema.clone());
     let mut merge = memories.table.merge_insert(&["id"]);
@@ -617,5 +615,59 @@ pub(super) async fn merge_rows(
         .when_matched_update_all(None)
         .when_not_matched_insert_all();
     merge.execute(Box::new(reader)).await?;
+    Ok(())
+}
+
+/// Rows sealed per commit of a conversion.
+pub(super) const SEAL_CHUNK: usize = 512;
+
+/// [`WriteOp::Seal`], run by the writer.
+async fn seal_rows(memories: &Memories, finish: bool) -> Result<u64, StoreError> {
+    let mut sealed = 0u64;
+    loop {
+        let batches: Vec<RecordBatch> = memories
+            .table
+            .query()
+            .filtered(&plain_rows())
+            .limit(SEAL_CHUNK)
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let rows: Vec<MemoryRecord> = batches.iter().flat_map(from_batch).collect();
+        if rows.is_empty() {
+            break;
+        }
+        merge_rows(memories, &memories.sealing.seal_with_keys(&rows)?).await?;
+        sealed += rows.len() as u64;
+        memories
+            .seal_progress
+            .done
+            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        if !finish {
+            break;
+        }
+    }
+    if finish {
+        switch_text_index(memories).await?;
+    }
+    Ok(sealed)
+}
+
+/// Sealing on, and the full-text index over hashed terms in place of the plain one (whose
+/// files the purge that follows removes).
+async fn switch_text_index(memories: &Memories) -> Result<(), StoreError> {
+    memories.fts_ready.store(false, Ordering::Release);
+    memories.sealing.turn_on();
+    // An empty table gets its index with its first rows, as a new store does.
+    if memories.table.count_rows(None).await? > 0 {
+        build_text_index(memories).await?;
+        memories.fts_ready.store(true, Ordering::Release);
+    }
+    for index in memories.table.list_indices().await? {
+        if index.columns.iter().any(|c| c == "content") {
+            memories.table.drop_index(&index.name).await?;
+        }
+    }
     Ok(())
 }
