@@ -12,7 +12,6 @@ use lancedb::arrow::arrow_schema::{DataType, Field};
 use mnemo_protocol::daemon::ReembedStatus;
 
 use super::EmbedService;
-use crate::error::Error;
 use crate::shutdown::Shutdown;
 use crate::store::{col, Pred, Store, StoreError, WriteOp};
 
@@ -63,13 +62,14 @@ pub async fn run(
     }
 }
 
+/// Its errors (storage or embedder) are only logged, so they need no type of their own.
 async fn reembed(
     store: &Store,
     embed: &EmbedService,
     shutdown: &Shutdown,
     progress: &ReembedProgress,
     model: &str,
-) -> Result<u64, Error> {
+) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
     let total = store.count(&stale(model)).await? as u64;
     if total == 0 {
         return Ok(0);
