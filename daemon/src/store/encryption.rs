@@ -244,7 +244,7 @@ mod tests {
         };
         let missing = open(&db, &wrong).await.err().expect("no key file");
         assert!(missing.to_string().contains("does not exist"), "{missing}");
-        create_key_file_like(&wrong.key_file);
+        super::super::seal::create_key_file(&wrong.key_file).unwrap();
         let refused = open(&db, &wrong).await.err().expect("wrong key");
         assert!(
             refused.to_string().contains("not this store's key"),
@@ -286,9 +286,5 @@ mod tests {
         assert_eq!(store.encryption_status().mode, EncryptionMode::On);
         assert_all_found(&store, &rows, "after finishing").await;
         assert_eq!(files_holding(&db, "garden"), Vec::<String>::new());
-    }
-
-    fn create_key_file_like(path: &Path) {
-        super::super::seal::create_key_file(path).unwrap();
     }
 }

@@ -188,7 +188,12 @@ pub fn normalized_for_hash(content: &str) -> String {
 pub fn content_hash(content: &str) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(normalized_for_hash(content).as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    hex(&digest[..16])
+}
+
+/// Lower-case hex digits of `bytes` (hashes, keys).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A batch of some `memories` columns (the first being `id`), typed as the table types them:

@@ -20,7 +20,7 @@ use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer
 use lance_tokenizer::TokenStream;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
 
-use super::schema::{normalized_for_hash, MemoryRecord};
+use super::schema::{hex, normalized_for_hash, MemoryRecord};
 use super::StoreError;
 
 const NONCE_BYTES: usize = 24;
@@ -125,10 +125,6 @@ impl Keys {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Whether this store seals, and with which keys. Keys can arrive while running (`mnemo
 /// encrypt`); sealing, once on, stays on.
 #[derive(Default)]
@@ -213,7 +209,7 @@ impl Sealing {
     /// Rows as they are written: sealed when sealing is on, else as they are.
     pub fn seal<'a>(&self, rows: &'a [MemoryRecord]) -> Cow<'a, [MemoryRecord]> {
         match self.sealing_keys() {
-            Some(keys) => Cow::Owned(rows.iter().map(|r| seal_row(keys, r)).collect()),
+            Some(keys) => Cow::Owned(seal_rows(keys, rows)),
             None => Cow::Borrowed(rows),
         }
     }
@@ -223,7 +219,7 @@ impl Sealing {
         let keys = self
             .keys()
             .ok_or_else(|| StoreError::Key("sealing rows needs the store's key".into()))?;
-        Ok(rows.iter().map(|r| seal_row(keys, r)).collect())
+        Ok(seal_rows(keys, rows))
     }
 
     /// Rows as they were read, opened: content and metadata in the clear.
@@ -253,14 +249,18 @@ impl Sealing {
     }
 }
 
-fn seal_row(keys: &Keys, r: &MemoryRecord) -> MemoryRecord {
-    let mut sealed = r.clone();
-    sealed.content_hash = keys.content_hash(&r.content);
-    sealed.terms = Some(keys.terms(&r.content));
-    sealed.content = keys.seal_text(&r.id, "content", &r.content);
-    sealed.metadata = keys.seal_text(&r.id, "metadata", &r.metadata);
-    sealed.sealed = true;
-    sealed
+fn seal_rows(keys: &Keys, rows: &[MemoryRecord]) -> Vec<MemoryRecord> {
+    rows.iter()
+        .map(|r| {
+            let mut sealed = r.clone();
+            sealed.content_hash = keys.content_hash(&r.content);
+            sealed.terms = Some(keys.terms(&r.content));
+            sealed.content = keys.seal_text(&r.id, "content", &r.content);
+            sealed.metadata = keys.seal_text(&r.id, "metadata", &r.metadata);
+            sealed.sealed = true;
+            sealed
+        })
+        .collect()
 }
 
 /// The master key in `path` (64 hex digits), if the file exists. A key others can read is
