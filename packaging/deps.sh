@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building mnemo needs and is not already there: a Rust toolchain (rustup),
-# a C compiler, protoc (LanceDB's build needs it) and python3 with pip (for the model).
-# With --test, also what the test suite drives: tmux (mnemo-top's end-to-end test) and
-# setpriv (the read-only store test drops root's capabilities with it).
+# a C compiler, protoc (LanceDB's build needs it), python3 with pip (for the model), and
+# pkg-config with libdbus's headers (the OS keyring is reached over D-Bus on Linux).
+# With --test, also what the test suite drives: tmux (mnemo-top's end-to-end test), setpriv
+# (the read-only store test drops root's capabilities with it), and a session bus with
+# GNOME Keyring (the keyring test runs a private Secret Service).
 set -euo pipefail
 
 need=()
@@ -10,7 +12,12 @@ if [ "${1:-}" = "--test" ]; then
   command -v tmux >/dev/null || need+=(tmux)
   command -v systemd-analyze >/dev/null || need+=(systemd)
   command -v setpriv >/dev/null || need+=(util-linux)
+  command -v dbus-daemon >/dev/null || need+=(dbus-daemon)
+  command -v dbus-send >/dev/null || need+=(dbus-bin)
+  command -v gnome-keyring-daemon >/dev/null || need+=(gnome-keyring)
 fi
+command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists dbus-1 2>/dev/null || need+=(libdbus-1-dev)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 command -v cc >/dev/null || need+=(build-essential)
 command -v python3 >/dev/null || need+=(python3)

@@ -57,6 +57,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         &config.store,
         &KeySettings {
             encrypt: config.security.encrypt,
+            key_store: config.security.key_store,
             key_file: config.key_file(),
         },
     )

@@ -62,9 +62,9 @@ pub enum EncryptionMode {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EncryptionStatus {
     pub mode: EncryptionMode,
-    /// Where the key is (`file PATH`), when there is one.
+    /// Where the key is, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_file: Option<String>,
+    pub key: Option<KeyLocation>,
     /// The config asks for encryption and the store is not yet encrypted: run `mnemo encrypt`.
     #[serde(default)]
     pub asked: bool,
@@ -80,7 +80,35 @@ pub struct EncryptResult {
     /// Memory rows (versions included) sealed by this call; 0 when already encrypted.
     pub sealed: u64,
     /// Where the key is; without it the store cannot be read.
-    pub key_file: String,
+    pub key: KeyLocation,
+}
+
+/// Where a store's key is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "store", rename_all = "snake_case")]
+pub enum KeyLocation {
+    /// A 0600 file.
+    File { path: String },
+    /// The OS keyring (`backend` names it: Secret Service, macOS Keychain, …), under this
+    /// service and account.
+    Keyring {
+        backend: String,
+        service: String,
+        account: String,
+    },
+}
+
+impl std::fmt::Display for KeyLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyLocation::File { path } => write!(f, "file {path}"),
+            KeyLocation::Keyring {
+                backend,
+                service,
+                account,
+            } => write!(f, "{backend} keyring, service {service}, account {account}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

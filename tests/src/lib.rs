@@ -10,6 +10,9 @@ use mnemo_protocol::daemon::{Hello, HelloParams};
 use mnemo_protocol::Method;
 use tempfile::TempDir;
 
+mod secret_service;
+pub use secret_service::SecretService;
+
 /// Every entry under `dir` (directories too, not followed through symlinks), with its
 /// metadata.
 pub fn entries_under(dir: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
@@ -115,6 +118,9 @@ pub struct Daemon {
     extra_args: Vec<String>,
     /// A command mnemod runs under (e.g. `setpriv …`), from the next (re)start on.
     launcher: Vec<String>,
+    /// The session bus mnemod sees; none by default, so no test touches the developer's
+    /// own keyring.
+    session_bus: Option<String>,
 }
 
 impl Daemon {
@@ -129,8 +135,15 @@ impl Daemon {
 
     /// With `config` as the content of its config file.
     pub fn start_configured(embedder: Embedder, config: &str, extra_args: &[&str]) -> Daemon {
+        let mut daemon = Self::configured(embedder, config, extra_args);
+        daemon.restart();
+        daemon
+    }
+
+    /// Like `start_configured`, but not started yet: `restart` starts it.
+    pub fn configured(embedder: Embedder, config: &str, extra_args: &[&str]) -> Daemon {
         let home = private_dir();
-        let mut daemon = Daemon {
+        let daemon = Daemon {
             child: None,
             data_dir: home.path().join("data"),
             socket: home.path().join("run").join("mnemod.sock"),
@@ -139,9 +152,9 @@ impl Daemon {
             embedder,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             launcher: Vec::new(),
+            session_bus: None,
         };
         std::fs::write(daemon.home.path().join("config.toml"), config).expect("config");
-        daemon.restart();
         daemon
     }
 
@@ -175,7 +188,19 @@ impl Daemon {
         cmd.env_remove("MNEMO_CONFIG")
             .env_remove("NOTIFY_SOCKET")
             .env("MNEMO_LOG_LEVEL", "info");
+        // Without a bus of the test's own, one that cannot answer (an unset address would
+        // let libdbus find the developer's at $XDG_RUNTIME_DIR/bus).
+        let bus = self
+            .session_bus
+            .clone()
+            .unwrap_or_else(|| format!("unix:path={}", self.home.path().join("no-bus").display()));
+        cmd.env("DBUS_SESSION_BUS_ADDRESS", bus);
         cmd
+    }
+
+    /// mnemod sees this session bus (a `SecretService`'s) from the next (re)start on.
+    pub fn set_session_bus(&mut self, address: Option<&str>) {
+        self.session_bus = address.map(str::to_string);
     }
 
     /// Arguments added after the embedder's on the next (re)start.

@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use mnemo_tests::{disk_holds, entries_under, Daemon, Embedder};
+use mnemo_tests::{disk_holds, entries_under, Daemon, Embedder, SecretService};
 use serde_json::Value;
 
 fn json(out: &std::process::Output) -> Value {
@@ -130,7 +130,7 @@ fn an_encrypted_store_holds_no_word_finds_by_words_and_opens_only_with_its_key()
     );
     std::fs::remove_file(&key).unwrap();
     let said = refused_start(&daemon);
-    assert!(said.contains("does not exist"), "{said}");
+    assert!(said.contains("no key file"), "{said}");
     assert_eq!(listing(&db), before, "a refused start changed the database");
 
     std::fs::write(&key, right).unwrap();
@@ -172,7 +172,7 @@ fn mnemo_encrypt_converts_a_plain_store_and_doctor_reports_it() {
         "41 memories and the old version: {done}"
     );
     assert_eq!(
-        PathBuf::from(done["key_file"].as_str().unwrap()),
+        PathBuf::from(done["key"]["path"].as_str().unwrap()),
         daemon.home.path().join("mnemo.key")
     );
     assert!(!disk_holds(&db, b"Vexillotrix"), "the plain text is gone");
@@ -207,4 +207,67 @@ fn mnemo_encrypt_converts_a_plain_store_and_doctor_reports_it() {
         .find(|c| c["name"] == "encryption")
         .unwrap_or_else(|| panic!("doctor has no encryption check: {checks}"));
     assert_eq!(check["verdict"], "ok", "{check}");
+}
+
+/// With a Secret Service on the session bus, a new encrypted store keeps its key there, not
+/// in a file; the store opens only while the keyring answers, and says where its key is.
+#[test]
+fn the_key_lives_in_the_keyring_when_one_answers() {
+    let service = match SecretService::start() {
+        Ok(service) => service,
+        Err(why) => {
+            eprintln!("SKIPPED the_key_lives_in_the_keyring_…: {why}");
+            return;
+        }
+    };
+    let mut daemon = Daemon::configured(Embedder::Hashed, "[security]\nencrypt = true\n", &[]);
+    daemon.set_session_bus(Some(&service.address));
+    daemon.restart();
+    assert!(
+        !daemon.home.path().join("mnemo.key").exists(),
+        "no key file when the keyring holds the key"
+    );
+    let status = json(&daemon.cli(&["status", "--json"], ""));
+    let key = &status["encryption"]["key"];
+    assert_eq!(status["encryption"]["mode"], "on", "{status}");
+    assert_eq!(key["store"], "keyring", "{status}");
+    assert_eq!(key["service"], "mnemo", "{status}");
+    let secret = "Keyringword Plumbatrix opens the shed behind the orchard";
+    let id = json(&daemon.cli(&["add", secret, "--json"], ""))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let db = daemon.data_dir.join("db");
+    assert!(!disk_holds(&db, b"Plumbatrix"));
+    assert!(!disk_holds(daemon.home.path(), b"Plumbatrix"));
+    let doctor = daemon.cli(&["doctor"], "");
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(said.contains("Secret Service keyring"), "{said}");
+    daemon.stop();
+
+    // Without the keyring the key is nowhere to be found: the start refuses and says so.
+    daemon.set_session_bus(None);
+    let before = listing(&db);
+    let said = refused_start(&daemon);
+    assert!(
+        said.contains("keyring") && said.contains("Nothing was changed"),
+        "{said}"
+    );
+    assert_eq!(listing(&db), before, "a refused start changed the database");
+
+    // `key_store = "keyring"` with no keyring is a clear error too, not a quiet key file.
+    let strict = Daemon::configured(
+        Embedder::Hashed,
+        "[security]\nencrypt = true\nkey_store = \"keyring\"\n",
+        &[],
+    );
+    let said = refused_start(&strict);
+    assert!(said.contains("keyring did not answer"), "{said}");
+    assert!(!strict.home.path().join("mnemo.key").exists());
+
+    daemon.set_session_bus(Some(&service.address));
+    daemon.restart();
+    let got = json(&daemon.cli(&["get", &id, "--json"], ""));
+    assert_eq!(got["content"], secret);
+    assert_eq!(search_ids(&daemon, "plumbatrix", "text"), vec![id]);
 }

@@ -52,8 +52,22 @@ pub struct Config {
 pub struct SecurityConfig {
     /// A new store is created encrypted; an existing plain one is converted by `mnemo encrypt`.
     pub encrypt: bool,
-    /// The key file (created 0600 when first needed); never the key itself.
+    /// Where the key is kept: `auto` (the OS keyring when it answers, else the key file),
+    /// `keyring` or `file`. Never in the config itself.
+    pub key_store: KeyStoreKind,
+    /// The key file (created 0600 when first needed).
     pub key_file: Option<PathBuf>,
+}
+
+/// Where keys are kept (`security.key_store`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyStoreKind {
+    /// The keyring when it answers, else the key file.
+    #[default]
+    Auto,
+    Keyring,
+    File,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -384,6 +398,25 @@ mod tests {
             load("[security]\nencrypt = true\nkey_file = \"/secure/k\"\n"),
             Path::new("/secure/k")
         );
+    }
+
+    #[test]
+    fn the_key_store_is_auto_unless_named_and_a_wrong_name_lists_the_choices() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            Config::load(Some(&path), &Overrides::default()).map(|c| c.security.key_store)
+        };
+        assert_eq!(load("").unwrap(), KeyStoreKind::Auto);
+        assert_eq!(
+            load("[security]\nkey_store = \"keyring\"\n").unwrap(),
+            KeyStoreKind::Keyring
+        );
+        let err = load("[security]\nkey_store = \"vault\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("vault") && err.contains("keyring"), "{err}");
     }
 
     #[test]

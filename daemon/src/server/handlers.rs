@@ -105,7 +105,7 @@ async fn encrypt(engine: Arc<State>, _: NoParams) -> Result<EncryptResult, RpcEr
     let sealed = engine.ingest.encrypt().await.map_err(rpc_error)?;
     Ok(EncryptResult {
         sealed,
-        key_file: engine.store.key_file().display().to_string(),
+        key: engine.store.key_location(),
     })
 }
 

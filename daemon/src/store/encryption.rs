@@ -4,63 +4,40 @@
 //! `meta` records `security.key_check` as soon as any row may be sealed (so a start without the
 //! key refuses), and `security.mode = sealed` once every row is.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use lancedb::Table;
-use mnemo_protocol::daemon::{EncryptionMode, EncryptionStatus};
+use mnemo_protocol::daemon::{EncryptionMode, EncryptionStatus, KeyLocation};
 
 use super::filter::plain_rows;
-use super::seal::{read_key_file, read_or_create_key_file, Keys, Sealing};
+use super::keystore::KeySettings;
+use super::seal::{Keys, Sealing};
 use super::{read_meta, write_meta, Store, StoreError, WriteOp};
 
 const KEY_CHECK: &str = "security.key_check";
 const MODE: &str = "security.mode";
 const SEALED: &str = "sealed";
 
-/// Whether new stores are encrypted, and where the key is.
-#[derive(Debug, Clone)]
-pub struct KeySettings {
-    pub encrypt: bool,
-    pub key_file: PathBuf,
-}
-
-impl Default for KeySettings {
-    /// Plain, with the key (should `mnemo encrypt` make one) in the default place.
-    fn default() -> Self {
-        Self {
-            encrypt: false,
-            key_file: mnemo_protocol::paths::default_key_path(),
-        }
-    }
-}
-
-/// The store's sealing as `meta` and the key file say. Runs before any write of the open.
+/// The store's sealing as `meta` and the key say. Runs before any write of the open.
 pub(super) async fn sealing_at_open(
+    db_dir: &Path,
     meta: &Table,
     memories: &Table,
     settings: &KeySettings,
 ) -> Result<Sealing, StoreError> {
     let sealing = Sealing::default();
-    let path = &settings.key_file;
     match read_meta(meta, KEY_CHECK).await? {
         Some(check) => {
-            let master = read_key_file(path)?.ok_or_else(|| {
-                StoreError::Key(format!(
-                    "this store is encrypted and its key file {} does not exist; put the key \
-                     back there (or set security.key_file to where it is). Nothing was changed.",
-                    path.display()
-                ))
-            })?;
-            let keys = Keys::from_master(&master);
-            if keys.check() != check {
+            let master = settings.find(db_dir).await?;
+            if Keys::from_master(&master.bytes).check() != check {
                 return Err(StoreError::Key(format!(
-                    "the key in {} is not this store's key; put the right key file there. \
+                    "the key in the {} is not this store's key; put the right key there. \
                      Nothing was changed.",
-                    path.display()
+                    master.location
                 )));
             }
-            sealing.set_keys(keys);
+            sealing.set_keys(&master);
             if read_meta(meta, MODE).await?.as_deref() == Some(SEALED) {
                 sealing.turn_on();
             } else {
@@ -68,12 +45,16 @@ pub(super) async fn sealing_at_open(
             }
         }
         None if settings.encrypt && memories.count_rows(None).await? == 0 => {
-            let keys = Keys::from_master(&read_or_create_key_file(path)?);
-            write_meta(meta, KEY_CHECK, keys.check()).await?;
+            let master = settings.find_or_create(db_dir).await?;
+            let check = Keys::from_master(&master.bytes).check().to_string();
+            write_meta(meta, KEY_CHECK, &check).await?;
             write_meta(meta, MODE, SEALED).await?;
-            sealing.set_keys(keys);
+            sealing.set_keys(&master);
             sealing.turn_on();
-            tracing::info!("new store encrypted with the key in {}", path.display());
+            tracing::info!(
+                "new store encrypted with the key in the {}",
+                master.location
+            );
         }
         None if settings.encrypt => tracing::warn!(
             "security.encrypt is set but this store holds plain memories: run `mnemo encrypt` \
@@ -97,7 +78,7 @@ impl Store {
         };
         EncryptionStatus {
             mode,
-            key_file: (mode != EncryptionMode::Off).then(|| key_text(&self.key.key_file)),
+            key: sealing.key_location().cloned(),
             asked: self.key.encrypt && mode != EncryptionMode::On,
             done: progress.done.load(Ordering::Relaxed),
             total: progress.total.load(Ordering::Relaxed),
@@ -122,10 +103,11 @@ impl Store {
 
     async fn convert(&self) -> Result<u64, StoreError> {
         if self.sealing().keys().is_none() {
-            let keys = Keys::from_master(&read_or_create_key_file(&self.key.key_file)?);
+            let master = self.key.find_or_create(&self.db_dir).await?;
+            let check = Keys::from_master(&master.bytes).check().to_string();
             // Recorded first: from here a start without this key refuses.
-            self.meta_set(KEY_CHECK, keys.check()).await?;
-            self.sealing().set_keys(keys);
+            self.meta_set(KEY_CHECK, &check).await?;
+            self.sealing().set_keys(&master);
         }
         let progress = &self.seal_progress;
         progress.done.store(0, Ordering::Relaxed);
@@ -148,27 +130,32 @@ impl Store {
         self.meta_set(MODE, SEALED).await?;
         self.writer().submit(WriteOp::Purge).await?;
         tracing::info!(
-            "encrypted {sealed} memories with the key in {}",
-            self.key.key_file.display()
+            "encrypted {sealed} memories with the key in the {}",
+            self.key_location()
         );
         Ok(sealed)
     }
 
-    pub fn key_file(&self) -> &Path {
-        &self.key.key_file
+    /// Where the key is (after `encrypt`, always somewhere).
+    pub fn key_location(&self) -> KeyLocation {
+        self.sealing()
+            .key_location()
+            .cloned()
+            .unwrap_or_else(|| KeyLocation::File {
+                path: self.key.key_file.display().to_string(),
+            })
     }
-}
-
-fn key_text(path: &Path) -> String {
-    format!("file {}", path.display())
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::keystore::create_key_file;
     use super::super::maintenance::tests::{assert_all_found, files_holding, files_under, memory};
     use super::super::writer::SEAL_CHUNK;
     use super::*;
+    use crate::config::KeyStoreKind;
     use crate::store::schema::MemoryRecord;
+    use std::path::PathBuf;
 
     async fn open(dir: &Path, key: &KeySettings) -> Result<std::sync::Arc<Store>, StoreError> {
         Store::open(dir, 4, "test", &Default::default(), key).await
@@ -200,6 +187,7 @@ mod tests {
         let db = dir.join("db");
         let key = KeySettings {
             encrypt: false,
+            key_store: KeyStoreKind::File,
             key_file: dir.join("mnemo.key"),
         };
         let rows: Vec<MemoryRecord> = (0..n).map(memory).collect();
@@ -239,12 +227,12 @@ mod tests {
 
         let before = listing(&db);
         let wrong = KeySettings {
-            encrypt: false,
             key_file: dir.path().join("other.key"),
+            ..key.clone()
         };
         let missing = open(&db, &wrong).await.err().expect("no key file");
-        assert!(missing.to_string().contains("does not exist"), "{missing}");
-        super::super::seal::create_key_file(&wrong.key_file).unwrap();
+        assert!(missing.to_string().contains("no key file"), "{missing}");
+        create_key_file(&wrong.key_file).unwrap();
         let refused = open(&db, &wrong).await.err().expect("wrong key");
         assert!(
             refused.to_string().contains("not this store's key"),
@@ -266,9 +254,10 @@ mod tests {
     async fn an_interrupted_conversion_opens_and_finishes() {
         let dir = tempfile::tempdir().unwrap();
         let (db, key, rows, store) = plain_store(dir.path(), SEAL_CHUNK + 20).await;
-        let keys = Keys::from_master(&read_or_create_key_file(&key.key_file).unwrap());
-        store.meta_set(KEY_CHECK, keys.check()).await.unwrap();
-        store.sealing().set_keys(keys);
+        let master = key.find_or_create(&db).await.unwrap();
+        let check = Keys::from_master(&master.bytes).check().to_string();
+        store.meta_set(KEY_CHECK, &check).await.unwrap();
+        store.sealing().set_keys(&master);
         let first = store
             .writer()
             .submit(WriteOp::Seal { finish: false })

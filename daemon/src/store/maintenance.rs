@@ -190,6 +190,7 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = KeySettings {
             encrypt: true,
+            key_store: crate::config::KeyStoreKind::File,
             key_file: dir.path().join("keys/mnemo.key"),
         };
         let db = dir.path().join("db");

@@ -5,6 +5,7 @@ mod column;
 mod counts;
 mod encryption;
 pub mod filter;
+pub mod keystore;
 pub mod maintenance;
 mod memories;
 pub mod runs;
@@ -14,7 +15,7 @@ pub mod sql;
 pub mod system;
 pub mod writer;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::query::ExecutableQuery;
 use lancedb::{Connection, Table};
 
-pub use encryption::KeySettings;
+pub use keystore::KeySettings;
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
 pub use sql::{col, Expr, Pred, SqlType};
 pub use writer::{WriteOp, WriterHandle};
@@ -115,6 +116,8 @@ pub struct Store {
     sealing: Arc<seal::Sealing>,
     seal_progress: Arc<seal::SealProgress>,
     key: KeySettings,
+    /// Where the database is: the keyring files each store's key under it.
+    db_dir: PathBuf,
 }
 
 impl Store {
@@ -140,7 +143,7 @@ impl Store {
         };
         let meta = open_meta(&db, &names).await?;
         // First, so a missing or wrong key refuses the start before anything is written.
-        let sealing = Arc::new(encryption::sealing_at_open(&meta, &memories, key).await?);
+        let sealing = Arc::new(encryption::sealing_at_open(db_dir, &meta, &memories, key).await?);
         let stored_model = read_meta(&meta, "embed.model").await?;
         migrate_memories(&memories, dim, stored_model.as_deref()).await?;
         let schema = memories.schema().await?;
@@ -209,6 +212,7 @@ impl Store {
             sealing,
             seal_progress,
             key: key.clone(),
+            db_dir: db_dir.to_path_buf(),
         });
         Ok(store)
     }

@@ -4,12 +4,10 @@
 //! row's id and column; its full-text terms as keyed hashes of the terms LanceDB's own
 //! analyzer would index (so search finds the same rows, and the index holds no word); and its
 //! content hash keyed (so equal texts cannot be probed from outside). Every key comes from one
-//! 32-byte master key in a 0600 file. What stays plain: ids, namespaces, tags, times, scores
+//! 32-byte master key (kept by `keystore`). What stays plain: ids, namespaces, tags, times, scores
 //! and vectors (the README says what vectors reveal).
 
 use std::borrow::Cow;
-use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -19,7 +17,9 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer;
 use lance_tokenizer::TokenStream;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
+use mnemo_protocol::daemon::KeyLocation;
 
+use super::keystore::MasterKey;
 use super::schema::{hex, normalized_for_hash, MemoryRecord};
 use super::StoreError;
 
@@ -129,7 +129,7 @@ impl Keys {
 /// encrypt`); sealing, once on, stays on.
 #[derive(Default)]
 pub struct Sealing {
-    keys: OnceLock<Keys>,
+    keys: OnceLock<(Keys, KeyLocation)>,
     on: AtomicBool,
 }
 
@@ -146,12 +146,19 @@ pub const TERMS: &str = "terms";
 
 impl Sealing {
     pub fn keys(&self) -> Option<&Keys> {
-        self.keys.get()
+        self.keys.get().map(|(keys, _)| keys)
+    }
+
+    /// Where the master key is kept, once the store has one.
+    pub fn key_location(&self) -> Option<&KeyLocation> {
+        self.keys.get().map(|(_, location)| location)
     }
 
     /// Takes the store's keys (a second call with other keys is ignored: one store, one key).
-    pub fn set_keys(&self, keys: Keys) {
-        let _ = self.keys.set(keys);
+    pub fn set_keys(&self, master: &MasterKey) {
+        let _ = self
+            .keys
+            .set((Keys::from_master(&master.bytes), master.location.clone()));
     }
 
     pub fn is_on(&self) -> bool {
@@ -263,94 +270,22 @@ fn seal_rows(keys: &Keys, rows: &[MemoryRecord]) -> Vec<MemoryRecord> {
         .collect()
 }
 
-/// The master key in `path` (64 hex digits), if the file exists. A key others can read is
-/// refused: it would protect nothing.
-pub fn read_key_file(path: &Path) -> Result<Option<[u8; 32]>, StoreError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(StoreError::Key(format!(
-                "cannot read the key file {}: {e}",
-                path.display()
-            )))
-        }
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)
-            .map(|m| m.permissions().mode())
-            .unwrap_or(0);
-        if mode & 0o077 != 0 {
-            return Err(StoreError::Key(format!(
-                "the key file {} can be read by others (mode {:o}); run `chmod 600 {}`",
-                path.display(),
-                mode & 0o777,
-                path.display()
-            )));
-        }
-    }
-    let digits = text.trim();
-    let bytes: Option<Vec<u8>> = (0..digits.len())
-        .step_by(2)
-        .map(|i| {
-            digits
-                .get(i..i + 2)
-                .and_then(|d| u8::from_str_radix(d, 16).ok())
-        })
-        .collect();
-    match bytes.and_then(|b| <[u8; 32]>::try_from(b).ok()) {
-        Some(key) => Ok(Some(key)),
-        None => Err(StoreError::Key(format!(
-            "the key file {} is not a mnemo key (64 hex digits)",
-            path.display()
-        ))),
-    }
-}
-
-/// A new random master key, written to `path` (created 0600, never over an existing file).
-pub fn create_key_file(path: &Path) -> Result<[u8; 32], StoreError> {
-    let failed = |e: std::io::Error| {
-        StoreError::Key(format!(
-            "cannot create the key file {}: {e}",
-            path.display()
-        ))
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir).map_err(failed)?;
-    }
-    let key: [u8; 32] = XChaCha20Poly1305::generate_key(&mut OsRng).into();
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(failed)?;
-    file.write_all(format!("{}\n", hex(&key)).as_bytes())
-        .and_then(|_| file.sync_all())
-        .map_err(failed)?;
-    Ok(key)
-}
-
-/// The key in `path`, or a new one there when there is none.
-pub fn read_or_create_key_file(path: &Path) -> Result<[u8; 32], StoreError> {
-    match read_key_file(path)? {
-        Some(key) => Ok(key),
-        None => create_key_file(path),
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
+
+    pub fn test_key(byte: u8) -> MasterKey {
+        MasterKey {
+            bytes: [byte; 32],
+            location: KeyLocation::File {
+                path: "test".into(),
+            },
+        }
+    }
 
     fn sealing() -> Sealing {
         let s = Sealing::default();
-        s.set_keys(Keys::from_master(&[7; 32]));
+        s.set_keys(&test_key(7));
         s.turn_on();
         s
     }
@@ -400,26 +335,8 @@ mod tests {
         sealed[0].id = "another".into();
         assert!(matches!(s.open(sealed), Err(StoreError::Key(_))));
         let wrong = Sealing::default();
-        wrong.set_keys(Keys::from_master(&[8; 32]));
+        wrong.set_keys(&test_key(8));
         let sealed = s.seal(std::slice::from_ref(&r)).into_owned();
         assert!(wrong.open(sealed).is_err());
-    }
-
-    #[test]
-    fn a_key_file_is_created_private_and_read_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/mnemo.key");
-        let key = create_key_file(&path).unwrap();
-        assert_eq!(read_key_file(&path).unwrap(), Some(key));
-        assert!(
-            create_key_file(&path).is_err(),
-            "never over an existing key"
-        );
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-            assert!(read_key_file(&path).is_err());
-        }
     }
 }

@@ -14,7 +14,11 @@ pub async fn run(socket: &Path, out: &Output) -> anyhow::Result<()> {
     let mut watcher = connect(socket).await?;
     let before = watcher.call::<Status>(&NoParams {}).await?.encryption;
     if before.mode == EncryptionMode::On {
-        let key = before.key_file.clone().unwrap_or_default();
+        let key = before
+            .key
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         out.value(&before, || {
             format!("memories are already encrypted at rest (key {key})")
         });
@@ -41,9 +45,9 @@ pub async fn run(socket: &Path, out: &Output) -> anyhow::Result<()> {
     let done = result?;
     out.value(&done, || {
         format!(
-            "encrypted {} memory rows at rest; the key is in {}: back it up — without it the \
-             memories cannot be read",
-            done.sealed, done.key_file
+            "encrypted {} memory rows at rest; the key is in the {}: back it up — without it \
+             the memories cannot be read",
+            done.sealed, done.key
         )
     });
     Ok(())

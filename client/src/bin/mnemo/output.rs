@@ -185,7 +185,10 @@ fn memory_text(m: &Memory) -> String {
 
 /// Whether memories are encrypted at rest, and what to do when that is not what was asked.
 pub fn encryption_text(e: &EncryptionStatus) -> String {
-    let key = e.key_file.as_deref().unwrap_or("-");
+    let key = e
+        .key
+        .as_ref()
+        .map_or_else(|| "-".to_string(), ToString::to_string);
     match e.mode {
         EncryptionMode::On => format!("on (key {key}; back it up: without it nothing opens)"),
         EncryptionMode::Converting => format!(
