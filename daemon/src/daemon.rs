@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::consolidate::{Consolidation, Consolidator};
 use crate::embed::{self, EmbedService, ReembedProgress};
 use crate::events;
+use crate::graph::Gazetteer;
 use crate::hardware::nvml::NvmlProbe;
 use crate::hardware::probe::SysinfoProbe;
 use crate::hardware::{Monitor, Sampler};
@@ -80,13 +81,21 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         config.hardware.clone(),
     ));
     let (access, access_task) = AccessRecorder::start(store.clone());
-    let ingest = Ingest::start(store.clone(), embed.clone(), events.clone(), access.clone())
-        .await
-        .context("reading the stored memories")?;
+    let names = Arc::new(Gazetteer::new(store.clone()));
+    let ingest = Ingest::start(
+        store.clone(),
+        embed.clone(),
+        events.clone(),
+        access.clone(),
+        names.clone(),
+    )
+    .await
+    .context("reading the stored memories")?;
     let recall = Recall::new(
         store.clone(),
         embed.clone(),
         access.clone(),
+        names,
         config.search.clone(),
     );
     let consolidation = Arc::new(Consolidation::new(config.consolidate.clone()));

@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod embed;
 mod error;
 mod events;
+mod graph;
 mod hardware;
 mod httpjson;
 mod ingest;

@@ -267,6 +267,10 @@ pub struct ScoreExplain {
     pub strength: f32,
     /// 1 for now, falling with age.
     pub recency: f32,
+    /// The share of the entities the query names (weighted by rarity) that the memory
+    /// mentions, 0–1; 0 when the query names none the store knows.
+    #[serde(default)]
+    pub entity: f32,
     /// The weights the final score used, by component.
     pub weights: ScoreWeights,
     pub score: f32,
@@ -278,6 +282,8 @@ pub struct ScoreWeights {
     pub salience: f32,
     pub strength: f32,
     pub recency: f32,
+    #[serde(default)]
+    pub entity: f32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -146,6 +146,9 @@ pub struct SearchConfig {
     pub fusion: Fusion,
     /// Share of the full-text score in weighted fusion (the vector gets the rest).
     pub text_weight: f32,
+    /// Weight of the entity component: memories that mention the names a query names (rare
+    /// names count more) rank higher. 0 turns it off.
+    pub entity_weight: f32,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
@@ -212,6 +215,7 @@ impl Default for SearchConfig {
             recency_half_life_days: 30.0,
             fusion: Fusion::Weighted,
             text_weight: 0.5,
+            entity_weight: 0.1,
         }
     }
 }

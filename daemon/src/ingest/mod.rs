@@ -15,6 +15,7 @@ use crate::access::AccessRecorder;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
+use crate::graph::Gazetteer;
 use crate::store::filter::predicate_all_versions;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 use crate::understand;
@@ -31,6 +32,8 @@ pub struct Ingest {
     access: AccessRecorder,
     /// What is stored, for the duplicate check at add.
     known: KnownContent,
+    /// The names memories mention: learned at add, found again in later texts.
+    names: Arc<Gazetteer>,
     /// Memories added since start.
     added: AtomicU64,
 }
@@ -138,16 +141,19 @@ impl Ingest {
         embed: EmbedService,
         events: EventBus,
         access: AccessRecorder,
+        names: Arc<Gazetteer>,
     ) -> std::result::Result<Self, StoreError> {
         let known = KnownContent::default();
         let count = known.load(&store).await?;
-        tracing::debug!("{count} current memories");
+        let entities = names.load().await?;
+        tracing::debug!("{count} current memories, {entities} entity names");
         Ok(Self {
             store,
             embed,
             events,
             access,
             known,
+            names,
             added: AtomicU64::new(0),
         })
     }
@@ -156,6 +162,7 @@ impl Ingest {
     pub async fn encrypt(&self) -> Result<u64> {
         let sealed = self.store.encrypt().await?;
         self.known.load(&self.store).await?;
+        self.names.load().await?;
         Ok(sealed)
     }
 
@@ -202,6 +209,7 @@ impl Ingest {
         for r in &mut records {
             // Keyed in an encrypted store, so it matches what is stored.
             r.content_hash = self.store.content_hash(&r.content);
+            r.entities = self.entities_of(r);
         }
         let _claim = self.known.claim(&records).await;
         let (fresh, answer, repeated) = self.known.skip_known(&self.store, records).await?;
@@ -216,6 +224,7 @@ impl Ingest {
             for r in &fresh {
                 self.known.insert(r);
             }
+            self.names.add(&fresh);
             self.added.fetch_add(fresh.len() as u64, Ordering::Relaxed);
             self.publish_added(&fresh);
             let mut fresh = fresh.into_iter();
@@ -234,6 +243,15 @@ impl Ingest {
                 Known::New => None,
             })
             .collect())
+    }
+
+    /// The folded names `r`'s text mentions (stored keyed when the store is encrypted).
+    fn entities_of(&self, r: &MemoryRecord) -> Vec<String> {
+        self.names
+            .extract(&r.namespace, &r.content)
+            .into_iter()
+            .map(|m| m.key)
+            .collect()
     }
 
     fn publish_added(&self, records: &[MemoryRecord]) {
@@ -309,6 +327,7 @@ impl Ingest {
         }
         if new.content != old.content {
             self.embed_into(std::slice::from_mut(&mut new)).await?;
+            new.entities = self.entities_of(&new);
         }
         old.valid_to = Some(now);
         old.superseded_by = Some(new.id.clone());
@@ -327,6 +346,8 @@ impl Ingest {
             })?;
         self.known.remove(&old);
         self.known.insert(&new);
+        self.names.remove(std::slice::from_ref(&old));
+        self.names.add(std::slice::from_ref(&new));
         let _ = self.events.send(Event::MemoryUpdated {
             id: new.id.clone(),
             replaces: old.id,
@@ -387,7 +408,15 @@ impl Ingest {
     /// again), and its pending access events.
     async fn delete_with_traces(&self, predicate: Pred) -> Result<u64> {
         let store = &self.store;
-        let columns = ["id", "summarized_by", "is_summary"];
+        // Namespace, entities and currency too: the names of current rows are unlearned.
+        let columns = [
+            "id",
+            "summarized_by",
+            "is_summary",
+            "namespace",
+            "entities",
+            "valid_to",
+        ];
         let mut rows = store.columns_of(&predicate, &columns).await?;
         let mut ids: std::collections::BTreeSet<String> =
             rows.iter().map(|r| r.id.clone()).collect();
@@ -424,6 +453,12 @@ impl Ingest {
         }
         let writer = store.writer();
         let deleted = writer.submit(WriteOp::Delete(full)).await?;
+        let current: Vec<MemoryRecord> = rows
+            .iter()
+            .filter(|r| r.valid_to.is_none())
+            .cloned()
+            .collect();
+        self.names.remove(&current);
         if !summaries.is_empty() {
             writer
                 .submit(WriteOp::Update {

@@ -17,6 +17,7 @@ use crate::access::AccessRecorder;
 use crate::config::SearchConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
+use crate::graph::{entity_match, Gazetteer};
 use crate::store::filter::predicate;
 use crate::store::Store;
 
@@ -29,6 +30,8 @@ pub struct Recall {
     store: Arc<Store>,
     embed: EmbedService,
     access: AccessRecorder,
+    /// The entities a query names, and how rare each is.
+    names: Arc<Gazetteer>,
     config: SearchConfig,
     /// Searches answered since start.
     searches: AtomicU64,
@@ -39,12 +42,14 @@ impl Recall {
         store: Arc<Store>,
         embed: EmbedService,
         access: AccessRecorder,
+        names: Arc<Gazetteer>,
         config: SearchConfig,
     ) -> Self {
         Self {
             store,
             embed,
             access,
+            names,
             config,
             searches: AtomicU64::new(0),
         }
@@ -104,6 +109,14 @@ impl Recall {
                 .or_insert_with(|| Candidate::new(hit.record));
             c.text_rank = Some(rank + 1);
             c.text_score = Some(hit.raw);
+        }
+        let named = self
+            .names
+            .query_entities(p.filter.namespace.as_deref(), &p.query);
+        if !named.is_empty() {
+            for c in candidates.values_mut() {
+                c.entity = entity_match(&named, &c.record.entities);
+            }
         }
         let settings = RankSettings::from_config(&self.config, p.mode);
         let ranked = fuse_and_rank(candidates.into_values().collect(), &settings, now_micros());

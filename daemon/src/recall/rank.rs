@@ -16,6 +16,8 @@ pub struct Candidate {
     pub vector_similarity: Option<f32>,
     pub text_rank: Option<usize>,
     pub text_score: Option<f32>,
+    /// The share of the query's entities this memory mentions (`graph::entity_match`).
+    pub entity: f32,
 }
 
 impl Candidate {
@@ -26,6 +28,7 @@ impl Candidate {
             vector_similarity: None,
             text_rank: None,
             text_score: None,
+            entity: 0.0,
         }
     }
 }
@@ -50,6 +53,7 @@ impl RankSettings {
                 salience: 0.04,
                 strength: 0.03,
                 recency: 0.03,
+                entity: config.entity_weight.max(0.0),
             },
             recency_half_life_days: config.recency_half_life_days,
         }
@@ -103,7 +107,8 @@ pub fn fuse_and_rank(
             let score = w.relevance * relevance
                 + w.salience * salience
                 + w.strength * strength
-                + w.recency * recency;
+                + w.recency * recency
+                + w.entity * c.entity;
             let explain = ScoreExplain {
                 vector_rank: c.vector_rank,
                 vector_similarity: c.vector_similarity,
@@ -113,6 +118,7 @@ pub fn fuse_and_rank(
                 salience: c.record.salience,
                 strength,
                 recency,
+                entity: c.entity,
                 weights: w,
                 score,
             };
@@ -214,18 +220,28 @@ mod tests {
     }
 
     #[test]
-    fn explain_adds_up() {
-        let ranked = fuse_and_rank(
-            vec![cand("a", Some((1, 0.6)), Some((3, 2.0)))],
-            &settings(Fusion::Weighted, SearchMode::Hybrid),
-            0,
+    fn a_memory_naming_the_querys_entities_moves_up() {
+        let plain = cand("plain", Some((1, 0.62)), None);
+        let mut named = cand("named", Some((2, 0.6)), None);
+        named.entity = 1.0;
+        assert_eq!(
+            order(Fusion::Weighted, SearchMode::Vector, vec![plain, named]),
+            ["named", "plain"]
         );
+    }
+
+    #[test]
+    fn explain_adds_up() {
+        let mut a = cand("a", Some((1, 0.6)), Some((3, 2.0)));
+        a.entity = 0.5;
+        let ranked = fuse_and_rank(vec![a], &settings(Fusion::Weighted, SearchMode::Hybrid), 0);
         let e = &ranked[0].1;
         let w = e.weights;
         let sum = w.relevance * e.relevance
             + w.salience * e.salience / 10.0
             + w.strength * e.strength
-            + w.recency * e.recency;
+            + w.recency * e.recency
+            + w.entity * e.entity;
         assert!((sum - e.score).abs() < 1e-6);
         assert!((e.relevance - (0.5 * 0.6 + 0.5 * 1.0)).abs() < 1e-6);
         assert_eq!((e.vector_rank, e.text_rank), (Some(1), Some(3)));

@@ -227,6 +227,11 @@ impl Store {
         self.sealing.content_hash(content)
     }
 
+    /// How an entity's folded name is stored and looked up here (keyed when encrypted).
+    pub fn entity_key(&self, folded: &str) -> String {
+        self.sealing.entity_key(folded)
+    }
+
     pub fn writer(&self) -> &WriterHandle {
         &self.writer
     }

@@ -32,6 +32,7 @@ pub struct Keys {
     aead: XChaCha20Poly1305,
     terms: [u8; 32],
     hashes: [u8; 32],
+    entities: [u8; 32],
     /// Recorded in `meta`: tells the right key from a wrong one without decrypting rows.
     check: String,
     analyzer: Box<dyn LanceTokenizer>,
@@ -45,6 +46,7 @@ impl Keys {
             aead: XChaCha20Poly1305::new(&aead_key.into()),
             terms: derive("mnemo 2026-11 full-text term hashing"),
             hashes: derive("mnemo 2026-11 content hashing"),
+            entities: derive("mnemo 2026-11 entity name hashing"),
             check: hex(&derive("mnemo 2026-11 key check")[..16]),
             analyzer: FtsIndexBuilder::default()
                 .build()
@@ -106,6 +108,16 @@ impl Keys {
     pub fn content_hash(&self, content: &str) -> String {
         let digest = blake3::keyed_hash(&self.hashes, normalized_for_hash(content).as_bytes());
         hex(&digest.as_bytes()[..16])
+    }
+
+    /// An entity's folded name, keyed: `#` and 16 hex digits (a folded name never starts
+    /// with `#`, so a row sealed twice keeps its keys).
+    pub fn entity_key(&self, folded: &str) -> String {
+        if folded.starts_with('#') {
+            return folded.to_string();
+        }
+        let hash = blake3::keyed_hash(&self.entities, folded.as_bytes());
+        format!("#{}", hex(&hash.as_bytes()[..TERM_HEX / 2]))
     }
 
     /// The terms LanceDB's analyzer finds in `text` (lower-cased, stemmed, stop words out),
@@ -205,6 +217,14 @@ impl Sealing {
         }
     }
 
+    /// How an entity's folded name is stored here: keyed in an encrypted store.
+    pub fn entity_key(&self, folded: &str) -> String {
+        match self.sealing_keys() {
+            Some(keys) => keys.entity_key(folded),
+            None => folded.to_string(),
+        }
+    }
+
     /// What makes two texts the same memory in this store.
     pub fn content_hash(&self, content: &str) -> String {
         match self.sealing_keys() {
@@ -262,6 +282,7 @@ fn seal_rows(keys: &Keys, rows: &[MemoryRecord]) -> Vec<MemoryRecord> {
             let mut sealed = r.clone();
             sealed.content_hash = keys.content_hash(&r.content);
             sealed.terms = Some(keys.terms(&r.content));
+            sealed.entities = r.entities.iter().map(|e| keys.entity_key(e)).collect();
             sealed.content = keys.seal_text(&r.id, "content", &r.content);
             sealed.metadata = keys.seal_text(&r.id, "metadata", &r.metadata);
             sealed.sealed = true;
@@ -300,11 +321,19 @@ pub mod tests {
             1,
         );
         r.metadata = r#"{"secret":"wombat"}"#.into();
+        r.entities = vec!["rottnest island".into()];
         let sealed = s.seal(std::slice::from_ref(&r)).into_owned();
         let stored = format!("{:?}", sealed[0]);
-        for word in ["Quokka", "quokka", "leaves", "leav", "wombat"] {
+        for word in ["Quokka", "quokka", "leaves", "leav", "wombat", "rottnest"] {
             assert!(!stored.contains(word), "{word} in {stored}");
         }
+        assert_eq!(
+            sealed[0].entities,
+            vec![s.entity_key("rottnest island")],
+            "entity names are stored as the keys a query looks them up by"
+        );
+        let twice = s.seal(&sealed).into_owned();
+        assert_eq!(twice[0].entities, sealed[0].entities, "sealing keeps keys");
         let opened = s.open(sealed).unwrap().pop().unwrap();
         assert_eq!(opened.content, r.content);
         assert_eq!(opened.metadata, r.metadata);

@@ -1,6 +1,8 @@
 //! Ingest-time analysis: pure functions of the text. Rules only for now; each factor is small
 //! and named so the score can be explained and tuned.
 
+pub mod entities;
+
 /// Salience 0–10 from weighted factors of the text. 5 is an ordinary remark.
 pub fn salience(text: &str) -> f32 {
     let lower = text.to_lowercase();

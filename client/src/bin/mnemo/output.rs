@@ -116,7 +116,7 @@ impl Output {
                 if let Some(e) = &hit.explain {
                     let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| format!("#{r}"));
                     lines.push(format!(
-                        "      vector {} sim {}  text {} bm25 {}  relevance {:.3}  salience {:.1}  strength {:.2}  recency {:.2}",
+                        "      vector {} sim {}  text {} bm25 {}  relevance {:.3}  salience {:.1}  strength {:.2}  recency {:.2}  entities {:.2}",
                         rank(e.vector_rank),
                         e.vector_similarity.map_or("-".into(), |s| format!("{s:.3}")),
                         rank(e.text_rank),
@@ -124,7 +124,8 @@ impl Output {
                         e.relevance,
                         e.salience,
                         e.strength,
-                        e.recency
+                        e.recency,
+                        e.entity
                     ));
                 }
             }

@@ -1,0 +1,144 @@
+//! Entities through the real daemon: names found at ingest (the speaker, relations, names
+//! learned earlier and written in lower case later) lift the memories that mention what a
+//! query names, rare names more than common ones, in a plain and in an encrypted store.
+
+use mnemo_client::Client;
+use mnemo_protocol::memory::*;
+use mnemo_tests::{Daemon, Embedder};
+
+async fn add(c: &mut Client, namespace: &str, content: &str) -> String {
+    c.call::<Add>(&AddParams {
+        content: content.into(),
+        namespace: Some(namespace.into()),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .id
+}
+
+async fn search(c: &mut Client, namespace: &str, query: &str) -> SearchResult {
+    c.call::<Search>(&SearchParams {
+        query: query.into(),
+        k: Some(10),
+        mode: SearchMode::Hybrid,
+        filter: Filter {
+            namespace: Some(namespace.into()),
+            ..Default::default()
+        },
+        explain: true,
+    })
+    .await
+    .unwrap()
+}
+
+fn entity_of(r: &SearchResult, id: &str) -> f32 {
+    r.hits
+        .iter()
+        .find(|h| h.memory.id == id)
+        .and_then(|h| h.explain.as_ref())
+        .map(|e| e.entity)
+        .unwrap_or_else(|| panic!("{id} not found in {r:?}"))
+}
+
+async fn names_lift_the_memories_that_mention_them(daemon: &Daemon) {
+    let mut c = daemon.client().await;
+    let ns = "chat";
+    for i in 0..12 {
+        add(
+            &mut c,
+            ns,
+            &format!("Caroline: the garden needs water again, day {i} of the heat"),
+        )
+        .await;
+    }
+    let sister = add(
+        &mut c,
+        ns,
+        "Caroline: my sister Maria finally moved to Uppsala for her garden design job",
+    )
+    .await;
+    // Lower case: found because "Maria" is known by now.
+    let later = add(
+        &mut c,
+        ns,
+        "Caroline: visited maria, her new garden is tiny",
+    )
+    .await;
+    let plain = add(&mut c, ns, "Caroline: a garden design book arrived today").await;
+
+    let r = search(&mut c, ns, "what does maria do in her garden?").await;
+    let (named, lower, unnamed) = (
+        entity_of(&r, &sister),
+        entity_of(&r, &later),
+        entity_of(&r, &plain),
+    );
+    assert!(named > 0.99, "the memory naming Maria: {named}");
+    assert!(
+        lower > 0.99,
+        "Maria written in lower case is the same name: {lower}"
+    );
+    assert_eq!(unnamed, 0.0, "a memory that does not name Maria");
+    let top: Vec<&str> = r.hits[..2].iter().map(|h| h.memory.id.as_str()).collect();
+    assert!(
+        top.contains(&sister.as_str()) && top.contains(&later.as_str()),
+        "the two memories naming Maria rank first: {r:?}"
+    );
+    let w = r.hits[0].explain.as_ref().unwrap().weights;
+    assert!(w.entity > 0.0, "the entity weight is reported: {w:?}");
+
+    // The speaker is in every memory: naming her tells little, a rare name much more.
+    let both = search(&mut c, ns, "did Caroline tell Maria about the garden?").await;
+    let speaker_only = both
+        .hits
+        .iter()
+        .find(|h| ![sister.as_str(), later.as_str()].contains(&h.memory.id.as_str()))
+        .and_then(|h| h.explain.as_ref())
+        .map(|e| e.entity)
+        .unwrap();
+    assert!(
+        speaker_only > 0.0 && speaker_only < 0.35,
+        "Caroline alone carries a small share: {speaker_only}"
+    );
+    assert!(entity_of(&both, &sister) > 0.99);
+
+    // Forgotten, the name is unlearned: a new lower-case mention is not an entity.
+    c.call::<Forget>(&ForgetParams {
+        ids: vec![sister, later],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let r = search(&mut c, ns, "maria garden").await;
+    assert!(
+        r.hits
+            .iter()
+            .all(|h| h.explain.as_ref().unwrap().entity == 0.0),
+        "no memory names Maria any more: {r:?}"
+    );
+}
+
+#[tokio::test]
+async fn entities_in_a_plain_store() {
+    let daemon = Daemon::start_with(Embedder::Hashed, &[]);
+    names_lift_the_memories_that_mention_them(&daemon).await;
+}
+
+#[tokio::test]
+async fn entities_in_an_encrypted_store_hold_no_name_on_disk() {
+    let daemon = Daemon::start_configured(
+        Embedder::Hashed,
+        "[security]\nencrypt = true\nkey_store = \"file\"\n",
+        &[],
+    );
+    names_lift_the_memories_that_mention_them(&daemon).await;
+    let mut c = daemon.client().await;
+    add(&mut c, "chat", "Caroline: Quintessaria from Uppsala called").await;
+    let db = daemon.data_dir.join("db");
+    for name in ["quintessaria", "Quintessaria", "uppsala"] {
+        assert!(
+            !mnemo_tests::disk_holds(&db, name.as_bytes()),
+            "{name} is on disk"
+        );
+    }
+}
