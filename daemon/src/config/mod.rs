@@ -383,16 +383,17 @@ mod tests {
         );
     }
 
+    /// `text` as `dir`/config.toml, loaded.
+    fn load_text(dir: &Path, text: &str) -> Result<Config, ConfigError> {
+        let path = dir.join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(Some(&path), &Overrides::default())
+    }
+
     #[test]
     fn the_key_file_is_beside_the_config_unless_named_absolutely() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.toml");
-        let load = |text: &str| {
-            std::fs::write(&path, text).unwrap();
-            Config::load(Some(&path), &Overrides::default())
-                .unwrap()
-                .key_file()
-        };
+        let load = |text: &str| load_text(dir.path(), text).unwrap().key_file();
         assert_eq!(load(""), dir.path().join("mnemo.key"));
         assert_eq!(
             load("[security]\nkey_file = \"keys/k\"\n"),
@@ -407,11 +408,7 @@ mod tests {
     #[test]
     fn the_key_store_is_auto_unless_named_and_a_wrong_name_lists_the_choices() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.toml");
-        let load = |text: &str| {
-            std::fs::write(&path, text).unwrap();
-            Config::load(Some(&path), &Overrides::default()).map(|c| c.security.key_store)
-        };
+        let load = |text: &str| load_text(dir.path(), text).map(|c| c.security.key_store);
         assert_eq!(load("").unwrap(), KeyStoreKind::Auto);
         assert_eq!(
             load("[security]\nkey_store = \"keyring\"\n").unwrap(),

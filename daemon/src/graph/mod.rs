@@ -67,7 +67,7 @@ impl Gazetteer {
     }
 
     /// Memories that became current.
-    pub fn add(&self, records: &[MemoryRecord]) {
+    pub fn add<'a>(&self, records: impl IntoIterator<Item = &'a MemoryRecord>) {
         let mut names = self.write();
         for r in records {
             count(&mut names, r, &|k| self.store.entity_key(k), 1);
@@ -75,25 +75,29 @@ impl Gazetteer {
     }
 
     /// Memories that stopped being current (replaced or forgotten).
-    pub fn remove(&self, records: &[MemoryRecord]) {
+    pub fn remove<'a>(&self, records: impl IntoIterator<Item = &'a MemoryRecord>) {
         let mut names = self.write();
         for r in records {
             count(&mut names, r, &|k| self.store.entity_key(k), -1);
         }
     }
 
-    /// Whether `folded` is a name some memory of `namespace` mentions.
-    pub fn knows(&self, namespace: &str, folded: &str) -> bool {
-        let key = self.store.entity_key(folded);
-        self.read()
-            .get(namespace)
-            .is_some_and(|n| n.mentions.contains_key(&key))
+    /// The entities `text` names, as ingest stores them: by rules, plus every name already
+    /// known in `namespace` (looked up under one read of the names).
+    pub fn extract(&self, namespace: &str, text: &str) -> Vec<Mention> {
+        let names = self.read();
+        let known = names.get(namespace);
+        extract(text, &|folded| self.known_in(known, folded))
     }
 
-    /// The entities `text` names, as ingest stores them: by rules, plus every name already
-    /// known in `namespace`.
-    pub fn extract(&self, namespace: &str, text: &str) -> Vec<Mention> {
-        extract(text, &|folded| self.knows(namespace, folded))
+    fn known_in(&self, names: Option<&Names>, folded: &str) -> bool {
+        names.is_some_and(|n| n.mentions.contains_key(&self.store.entity_key(folded)))
+    }
+
+    /// Whether `folded` is a name some memory of `namespace` mentions.
+    #[cfg(test)]
+    fn knows(&self, namespace: &str, folded: &str) -> bool {
+        self.known_in(self.read().get(namespace), folded)
     }
 
     /// The known entities a query names, in `namespace` (or in all), each weighted by how

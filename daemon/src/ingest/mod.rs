@@ -346,8 +346,8 @@ impl Ingest {
             })?;
         self.known.remove(&old);
         self.known.insert(&new);
-        self.names.remove(std::slice::from_ref(&old));
-        self.names.add(std::slice::from_ref(&new));
+        self.names.remove([&old]);
+        self.names.add([&new]);
         let _ = self.events.send(Event::MemoryUpdated {
             id: new.id.clone(),
             replaces: old.id,
@@ -453,12 +453,8 @@ impl Ingest {
         }
         let writer = store.writer();
         let deleted = writer.submit(WriteOp::Delete(full)).await?;
-        let current: Vec<MemoryRecord> = rows
-            .iter()
-            .filter(|r| r.valid_to.is_none())
-            .cloned()
-            .collect();
-        self.names.remove(&current);
+        self.names
+            .remove(rows.iter().filter(|r| r.valid_to.is_none()));
         if !summaries.is_empty() {
             writer
                 .submit(WriteOp::Update {

@@ -110,11 +110,11 @@ impl Recall {
             c.text_rank = Some(rank + 1);
             c.text_score = Some(hit.raw);
         }
-        let named = self
-            .names
-            .query_entities(p.filter.namespace.as_deref(), &p.query);
-        if !named.is_empty() {
-            for c in candidates.values_mut() {
+        if self.config.entity_weight > 0.0 {
+            let named = self
+                .names
+                .query_entities(p.filter.namespace.as_deref(), &p.query);
+            for c in candidates.values_mut().filter(|_| !named.is_empty()) {
                 c.entity = entity_match(&named, &c.record.entities);
             }
         }

@@ -12,7 +12,7 @@ use mnemo_protocol::daemon::{EncryptionMode, EncryptionStatus, KeyLocation};
 
 use super::filter::plain_rows;
 use super::keystore::KeySettings;
-use super::seal::{Keys, Sealing};
+use super::seal::{key_check, Sealing};
 use super::{read_meta, write_meta, Store, StoreError, WriteOp};
 
 const KEY_CHECK: &str = "security.key_check";
@@ -30,7 +30,7 @@ pub(super) async fn sealing_at_open(
     match read_meta(meta, KEY_CHECK).await? {
         Some(check) => {
             let master = settings.find(db_dir).await?;
-            if Keys::from_master(&master.bytes).check() != check {
+            if key_check(&master.bytes) != check {
                 return Err(StoreError::Key(format!(
                     "the key in the {} is not this store's key; put the right key there. \
                      Nothing was changed.",
@@ -46,7 +46,7 @@ pub(super) async fn sealing_at_open(
         }
         None if settings.encrypt && memories.count_rows(None).await? == 0 => {
             let master = settings.find_or_create(db_dir).await?;
-            let check = Keys::from_master(&master.bytes).check().to_string();
+            let check = key_check(&master.bytes);
             write_meta(meta, KEY_CHECK, &check).await?;
             write_meta(meta, MODE, SEALED).await?;
             sealing.set_keys(&master);
@@ -104,7 +104,7 @@ impl Store {
     async fn convert(&self) -> Result<u64, StoreError> {
         if self.sealing().keys().is_none() {
             let master = self.key.find_or_create(&self.db_dir).await?;
-            let check = Keys::from_master(&master.bytes).check().to_string();
+            let check = key_check(&master.bytes);
             // Recorded first: from here a start without this key refuses.
             self.meta_set(KEY_CHECK, &check).await?;
             self.sealing().set_keys(&master);
@@ -255,7 +255,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (db, key, rows, store) = plain_store(dir.path(), SEAL_CHUNK + 20).await;
         let master = key.find_or_create(&db).await.unwrap();
-        let check = Keys::from_master(&master.bytes).check().to_string();
+        let check = key_check(&master.bytes);
         store.meta_set(KEY_CHECK, &check).await.unwrap();
         store.sealing().set_keys(&master);
         let first = store

@@ -33,9 +33,13 @@ pub struct Keys {
     terms: [u8; 32],
     hashes: [u8; 32],
     entities: [u8; 32],
-    /// Recorded in `meta`: tells the right key from a wrong one without decrypting rows.
-    check: String,
     analyzer: Box<dyn LanceTokenizer>,
+}
+
+/// What `meta` records of a master key: tells the right key from a wrong one without
+/// decrypting rows (and without deriving every key).
+pub fn key_check(master: &[u8; 32]) -> String {
+    hex(&blake3::derive_key("mnemo 2026-11 key check", master)[..16])
 }
 
 impl Keys {
@@ -47,15 +51,10 @@ impl Keys {
             terms: derive("mnemo 2026-11 full-text term hashing"),
             hashes: derive("mnemo 2026-11 content hashing"),
             entities: derive("mnemo 2026-11 entity name hashing"),
-            check: hex(&derive("mnemo 2026-11 key check")[..16]),
             analyzer: FtsIndexBuilder::default()
                 .build()
                 .expect("LanceDB's default analyzer builds"),
         }
-    }
-
-    pub fn check(&self) -> &str {
-        &self.check
     }
 
     fn seal_text(&self, id: &str, column: &str, plain: &str) -> String {
