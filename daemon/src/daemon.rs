@@ -127,7 +127,6 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         in_flight: AtomicUsize::new(0),
         connections: AtomicUsize::new(0),
     });
-    drop(access);
     let router = Arc::new(server::router());
 
     // Socket activation: systemd holds the socket and passes it; else we bind our own.
@@ -175,6 +174,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         llm: config.llm.clone(),
         db_dir: config.db_dir(),
+        access,
     })));
     tokio::spawn(readiness::watchdog(shutdown.clone()));
     if state.store.encryption_status().mode == EncryptionMode::Converting {

@@ -37,6 +37,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let cutoff: i64 = match record.cursor.as_deref().and_then(|c| c.parse().ok()) {
         Some(c) => c,
         None => {
+            ctx.access.flush().await;
             let c = now_micros();
             record.cursor = Some(c.to_string());
             save_cursor(pace, record).await?;

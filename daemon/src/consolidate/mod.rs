@@ -22,6 +22,7 @@ use mnemo_protocol::consolidate::{
 use mnemo_protocol::time::{format_micros, now_micros};
 use tokio::sync::{broadcast, Notify};
 
+use crate::access::AccessRecorder;
 use crate::config::{parse_schedule, ConsolidateConfig, LlmConfig};
 use crate::embed::EmbedService;
 use crate::events::{Event, EventBus};
@@ -77,6 +78,8 @@ pub struct Consolidator {
     pub shutdown: Shutdown,
     pub llm: LlmConfig,
     pub db_dir: PathBuf,
+    /// Flushed before the access phase, so it folds every access made before the run.
+    pub access: AccessRecorder,
 }
 
 /// Consolidation's state, shared by its task and the request handlers.

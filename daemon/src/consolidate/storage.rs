@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction};
 use lancedb::Table;
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 
@@ -59,25 +58,9 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         bump(record, "fragments_before", frags);
         bump(record, "bytes_before", bytes);
         // Through the writer, like every other commit, so none can race it.
-        let writer = ctx.store.writer();
-        pace.guard(writer.optimize(
-            table.clone(),
-            OptimizeAction::Compact {
-                options: CompactionOptions::default(),
-                remap_options: None,
-            },
-        ))
-        .await??;
-        let pruned = pace
-            .guard(writer.optimize(
-                table.clone(),
-                OptimizeAction::Prune {
-                    older_than: Some(Age::hours(retention as i64)),
-                    delete_unverified: Some(false),
-                    error_if_tagged_old_versions: Some(false),
-                },
-            ))
-            .await??;
+        pace.guard(ctx.store.compact(table)).await??;
+        let age = std::time::Duration::from_secs(retention * 3600);
+        let pruned = pace.guard(ctx.store.prune(table, age)).await??;
         if let Some(p) = pruned.prune {
             bump(record, "versions_pruned", p.old_versions);
             bump(record, "bytes_pruned", p.bytes_removed);
@@ -85,8 +68,12 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         if table.name() == crate::store::MEMORIES {
             let has_index = !table.list_indices().await.map_err(lance)?.is_empty();
             if has_index {
-                pace.guard(writer.submit(crate::store::WriteOp::FoldIndexes))
-                    .await??;
+                pace.guard(
+                    ctx.store
+                        .writer()
+                        .submit(crate::store::WriteOp::FoldIndexes),
+                )
+                .await??;
                 bump(record, "indexes_folded", 1);
             }
             let store = ctx.store.clone();

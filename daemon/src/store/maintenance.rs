@@ -7,6 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction, OptimizeStats};
+use lancedb::Table;
+
 use super::{Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
@@ -17,6 +20,9 @@ use super::writer::FOLD_AFTER_ROWS;
 /// Small fragments (one per small commit) past which maintenance compacts them; reads and
 /// commits slow down with every fragment.
 const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
+/// Versions of the bookkeeping tables younger than this are kept (and pruning runs this
+/// often): nothing reads their past, only a commit in flight needs its version.
+const BOOKKEEPING_VERSIONS_KEPT: Duration = Duration::from_secs(3600);
 
 /// What the indexes look like now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,6 +92,52 @@ impl Store {
         Ok(done)
     }
 
+    /// Merges `table`'s small fragments, through the writer.
+    pub async fn compact(&self, table: &Table) -> Result<OptimizeStats, StoreError> {
+        let action = OptimizeAction::Compact {
+            options: CompactionOptions::default(),
+            remap_options: None,
+        };
+        self.writer.optimize(table.clone(), action).await
+    }
+
+    /// Deletes `table`'s versions older than `age` and the files only they use.
+    pub async fn prune(&self, table: &Table, age: Duration) -> Result<OptimizeStats, StoreError> {
+        let action = OptimizeAction::Prune {
+            older_than: Some(Age::from_std(age).unwrap_or(Age::MAX)),
+            delete_unverified: Some(false),
+            error_if_tagged_old_versions: Some(false),
+        };
+        self.writer.optimize(table.clone(), action).await
+    }
+
+    /// The bookkeeping tables (access log, snapshots, processes, runs, meta) take a commit
+    /// per small append. Consolidation tidies them while idle; this keeps them from growing
+    /// without bound through a long busy stretch: small fragments merged (each version's
+    /// manifest lists every fragment, so unmerged they grow quadratically), and with
+    /// `prune_older_than`, old versions deleted.
+    pub async fn tidy_bookkeeping(
+        &self,
+        prune_older_than: Option<Duration>,
+    ) -> Result<Vec<&'static str>, StoreError> {
+        let mut done = Vec::new();
+        for table in self.tables().iter().filter(|t| t.name() != super::MEMORIES) {
+            let small = table.stats().await?.fragment_stats.num_small_fragments;
+            if small >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
+                self.compact(table).await?;
+                done.push("compacted bookkeeping tables");
+            }
+            if let Some(age) = prune_older_than {
+                self.prune(table, age).await?;
+            }
+        }
+        if prune_older_than.is_some() {
+            done.push("pruned old bookkeeping versions");
+        }
+        done.dedup();
+        Ok(done)
+    }
+
     /// Removes forgotten content from old versions and index files now.
     pub async fn purge(&self) -> Result<u64, StoreError> {
         self.writer.submit(WriteOp::Purge).await
@@ -95,6 +147,7 @@ impl Store {
 /// The maintenance task: a pass every 20 s, and a purge a short while after each forget
 /// (forgets close together share one). A purge still pending at shutdown runs then.
 pub async fn run(store: Arc<Store>, events: EventBus, shutdown: Shutdown) {
+    let mut last_prune = tokio::time::Instant::now();
     let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let purge_delay = Duration::from_secs(store.config.purge_after_forget_secs);
@@ -110,10 +163,21 @@ pub async fn run(store: Arc<Store>, events: EventBus, shutdown: Shutdown) {
                 purge_due = None;
                 purge(&store, &events).await;
             }
-            _ = tick.tick() => match store.maintain_indexes(FOLD_AFTER_ROWS, false).await {
-                Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
-                Err(e) => tracing::warn!("index maintenance failed: {e}"),
-            },
+            _ = tick.tick() => {
+                match store.maintain_indexes(FOLD_AFTER_ROWS, false).await {
+                    Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
+                    Err(e) => tracing::warn!("index maintenance failed: {e}"),
+                }
+                let prune = last_prune.elapsed() >= BOOKKEEPING_VERSIONS_KEPT;
+                let older_than = prune.then_some(BOOKKEEPING_VERSIONS_KEPT);
+                match store.tidy_bookkeeping(older_than).await {
+                    Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
+                    Err(e) => tracing::warn!("tidying the bookkeeping tables failed: {e}"),
+                }
+                if prune {
+                    last_prune = tokio::time::Instant::now();
+                }
+            }
         }
     }
     if purge_due.is_some() {
@@ -276,5 +340,38 @@ pub(super) mod tests {
         store.purge().await.unwrap();
         assert_all_found(&store, &current, "purge").await;
         assert_eq!(store.count(&Pred::All).await.unwrap(), 70);
+    }
+
+    #[tokio::test]
+    async fn a_busy_access_log_is_compacted_and_its_old_versions_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::test_store(dir.path()).await;
+        let log = store.runs().access_log.clone();
+        for i in 0..70 {
+            let batch = super::super::runs::access_batch(&[(format!("m{i}"), i)]).unwrap();
+            let table = log.clone();
+            store
+                .writer()
+                .submit(WriteOp::Append { table, batch })
+                .await
+                .unwrap();
+        }
+        let fragments = |t: lancedb::Table| async move {
+            t.stats().await.unwrap().fragment_stats.num_fragments
+        };
+        assert_eq!(fragments(log.clone()).await, 70);
+        let done = store.tidy_bookkeeping(None).await.unwrap();
+        assert_eq!(done, vec!["compacted bookkeeping tables"]);
+        assert_eq!(fragments(log.clone()).await, 1);
+        assert!(log.list_versions().await.unwrap().len() > 70);
+        let done = store
+            .tidy_bookkeeping(Some(std::time::Duration::ZERO))
+            .await
+            .unwrap();
+        assert_eq!(done, vec!["pruned old bookkeeping versions"]);
+        assert_eq!(log.list_versions().await.unwrap().len(), 1);
+        // Nothing was lost on the way.
+        let tallies = store.runs().access_tallies(i64::MAX).await.unwrap();
+        assert_eq!(tallies.len(), 70);
     }
 }
