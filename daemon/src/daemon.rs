@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::consolidate::{Consolidation, Consolidator};
 use crate::embed::{self, EmbedService, ReembedProgress};
 use crate::events;
-use crate::graph::Gazetteer;
+use crate::graph::{Gazetteer, Graph};
 use crate::hardware::nvml::NvmlProbe;
 use crate::hardware::probe::SysinfoProbe;
 use crate::hardware::{Monitor, Sampler};
@@ -91,11 +91,13 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     )
     .await
     .context("reading the stored memories")?;
+    let graph = Arc::new(Graph::new(store.clone()));
     let recall = Recall::new(
         store.clone(),
         embed.clone(),
         access.clone(),
         names,
+        graph.clone(),
         config.search.clone(),
     );
     let consolidation = Arc::new(Consolidation::new(config.consolidate.clone()));
@@ -109,6 +111,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         },
         ingest: Arc::new(ingest),
         recall: Arc::new(recall),
+        graph,
         store: store.clone(),
         embed: embed.clone(),
         hardware: monitor.clone(),

@@ -6,6 +6,7 @@
 pub mod consolidate;
 pub mod daemon;
 pub mod events;
+pub mod graph;
 pub mod jsonrpc;
 #[cfg(feature = "manpage")]
 pub mod manpage;
@@ -62,6 +63,7 @@ pub fn all_methods() -> Vec<&'static str> {
         system::METHODS,
         consolidate::METHODS,
         events::METHODS,
+        graph::METHODS,
     ]
     .concat();
     all.sort_unstable();

@@ -271,6 +271,13 @@ pub struct ScoreExplain {
     /// mentions, 0–1; 0 when the query names none the store knows.
     #[serde(default)]
     pub entity: f32,
+    /// What the memory drew from a strong result it is linked to (the same conversation a
+    /// turn or two away): that result's score times the path's edge weights; 0 when none.
+    #[serde(default)]
+    pub graph: f32,
+    /// The result it was reached from, when `graph` > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_via: Option<String>,
     /// The weights the final score used, by component.
     pub weights: ScoreWeights,
     pub score: f32,
@@ -284,6 +291,8 @@ pub struct ScoreWeights {
     pub recency: f32,
     #[serde(default)]
     pub entity: f32,
+    #[serde(default)]
+    pub graph: f32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

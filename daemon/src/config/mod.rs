@@ -149,6 +149,13 @@ pub struct SearchConfig {
     /// Weight of the entity component: memories that mention the names a query names (rare
     /// names count more) rank higher. 0 turns it off.
     pub entity_weight: f32,
+    /// Weight of the graph component: the best `graph_seeds` results lend their score to the
+    /// memories `graph_hops` steps along their conversation (TEMPORAL_SEQUENCE edges), each
+    /// further step keeping 70 %, so the answer said a turn after the question is found with
+    /// it. 0 turns it off.
+    pub graph_weight: f32,
+    pub graph_seeds: usize,
+    pub graph_hops: usize,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
@@ -216,6 +223,9 @@ impl Default for SearchConfig {
             fusion: Fusion::Weighted,
             text_weight: 0.5,
             entity_weight: 0.1,
+            graph_weight: 0.3,
+            graph_seeds: 5,
+            graph_hops: 2,
         }
     }
 }
@@ -301,6 +311,13 @@ impl Config {
             );
         }
         self.consolidate.validate().map_err(ConfigError::Invalid)?;
+        let search = &self.search;
+        if search.entity_weight < 0.0 || search.graph_weight < 0.0 || search.text_weight < 0.0 {
+            return bad("search weights must be 0 or more (0 turns a component off)");
+        }
+        if search.graph_seeds > 50 || search.graph_hops > 3 {
+            return bad("search.graph_seeds must be at most 50 and search.graph_hops at most 3");
+        }
         if self.store.commit_max_rows == 0 {
             return bad("store.commit_max_rows must be at least 1");
         }
@@ -452,5 +469,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("http_url"), "{err}");
+    }
+
+    #[test]
+    fn search_weights_and_graph_limits_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = |text: &str| load_text(dir.path(), text).unwrap_err().to_string();
+        assert!(err("[search]\ngraph_weight = -1.0\n").contains("0 or more"));
+        assert!(err("[search]\ngraph_hops = 4\n").contains("graph_hops at most 3"));
+        let ok = load_text(dir.path(), "[search]\ngraph_weight = 0.0\n").unwrap();
+        assert_eq!((ok.search.graph_weight, ok.search.graph_hops), (0.0, 2));
     }
 }

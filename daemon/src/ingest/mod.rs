@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use mnemo_protocol::graph::EdgeType;
 use mnemo_protocol::memory::{
     AddParams, ForgetParams, UpdateParams, DEFAULT_NAMESPACE, MAX_BATCH_ITEMS, MAX_CONTENT_BYTES,
     MAX_LABEL_BYTES, MAX_METADATA_BYTES, MAX_TAGS, MAX_TAG_BYTES,
@@ -15,8 +16,9 @@ use crate::access::AccessRecorder;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
-use crate::graph::Gazetteer;
-use crate::store::filter::predicate_all_versions;
+use crate::graph::links::mentions;
+use crate::graph::{Gazetteer, Linker};
+use crate::store::filter::{current, predicate_all_versions};
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 use crate::understand;
 
@@ -34,6 +36,8 @@ pub struct Ingest {
     known: KnownContent,
     /// The names memories mention: learned at add, found again in later texts.
     names: Arc<Gazetteer>,
+    /// The edges new memories bring.
+    linker: Linker,
     /// Memories added since start.
     added: AtomicU64,
 }
@@ -148,6 +152,7 @@ impl Ingest {
         let entities = names.load().await?;
         tracing::debug!("{count} current memories, {entities} entity names");
         Ok(Self {
+            linker: Linker::new(store.clone()),
             store,
             embed,
             events,
@@ -163,7 +168,26 @@ impl Ingest {
         let sealed = self.store.encrypt().await?;
         self.known.load(&self.store).await?;
         self.names.load().await?;
+        self.rewrite_mentions().await?;
         Ok(sealed)
+    }
+
+    /// Writes every MENTIONS edge again from the memories' entities: after an encryption,
+    /// the edges name entities by their keyed hashes, like the memories do.
+    async fn rewrite_mentions(&self) -> Result<()> {
+        let edges = self.store.edges();
+        let writer = self.store.writer();
+        writer.submit(edges.delete_type(EdgeType::Mentions)).await?;
+        let rows = self
+            .store
+            .columns_of(&current(), &["namespace", "lineage", "entities"])
+            .await?;
+        let now = now_micros();
+        let all: Vec<_> = rows.iter().flat_map(|r| mentions(r, now)).collect();
+        for chunk in all.chunks(10_000) {
+            writer.submit(edges.append(chunk)?).await?;
+        }
+        Ok(())
     }
 
     /// Memories added since start.
@@ -217,10 +241,17 @@ impl Ingest {
         if !fresh.is_empty() {
             let mut fresh = fresh;
             self.embed_into(&mut fresh).await?;
+            let edges = self.linker.link(&fresh, now).await?;
             self.store
                 .writer()
                 .submit(WriteOp::Insert(fresh.clone()))
                 .await?;
+            if !edges.is_empty() {
+                // After the memories: an edge never points at a memory not yet stored. A
+                // crash between the two loses these edges, never a memory.
+                let op = self.store.edges().append(&edges)?;
+                self.store.writer().submit(op).await?;
+            }
             for r in &fresh {
                 self.known.insert(r);
             }
@@ -346,6 +377,15 @@ impl Ingest {
             })?;
         self.known.remove(&old);
         self.known.insert(&new);
+        if new.entities != old.entities {
+            let edges = self.store.edges();
+            let writer = self.store.writer();
+            writer
+                .submit(edges.delete_from(&new.lineage, EdgeType::Mentions))
+                .await?;
+            let now = now_micros();
+            writer.submit(edges.append(&mentions(&new, now))?).await?;
+        }
         self.names.remove([&old]);
         self.names.add([&new]);
         let _ = self.events.send(Event::MemoryUpdated {
@@ -411,6 +451,7 @@ impl Ingest {
         // Namespace, entities and currency too: the names of current rows are unlearned.
         let columns = [
             "id",
+            "lineage",
             "summarized_by",
             "is_summary",
             "namespace",
@@ -463,6 +504,14 @@ impl Ingest {
                 })
                 .await?;
         }
+        let lineages: std::collections::BTreeSet<String> =
+            rows.iter().map(|r| r.lineage.clone()).collect();
+        let lineages: Vec<String> = lineages.into_iter().collect();
+        for chunk in lineages.chunks(1000) {
+            writer.submit(store.edges().delete_touching(chunk)).await?;
+        }
+        // A session whose latest memory went must look its tail up again.
+        self.linker.forget_sessions().await;
         let ids: Vec<String> = ids.into_iter().collect();
         for chunk in ids.chunks(1000) {
             writer

@@ -1,5 +1,7 @@
 //! Recall: vector and full-text candidates, fused, then ranked by relevance, salience,
-//! strength and recency, with every component kept for `explain`.
+//! strength, recency and the entities the query names; then the best few lend part of their
+//! score to the memories beside them in the graph (which may join the candidates), and all
+//! are ranked again. Every component is kept for `explain`.
 
 mod rank;
 
@@ -17,9 +19,9 @@ use crate::access::AccessRecorder;
 use crate::config::SearchConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
-use crate::graph::{entity_match, Gazetteer};
+use crate::graph::{entity_match, Gazetteer, Graph};
 use crate::store::filter::predicate;
-use crate::store::Store;
+use crate::store::{col, Pred, Store};
 
 pub const MAX_K: usize = 200;
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
@@ -32,6 +34,7 @@ pub struct Recall {
     access: AccessRecorder,
     /// The entities a query names, and how rare each is.
     names: Arc<Gazetteer>,
+    graph: Arc<Graph>,
     config: SearchConfig,
     /// Searches answered since start.
     searches: AtomicU64,
@@ -43,6 +46,7 @@ impl Recall {
         embed: EmbedService,
         access: AccessRecorder,
         names: Arc<Gazetteer>,
+        graph: Arc<Graph>,
         config: SearchConfig,
     ) -> Self {
         Self {
@@ -50,6 +54,7 @@ impl Recall {
             embed,
             access,
             names,
+            graph,
             config,
             searches: AtomicU64::new(0),
         }
@@ -110,16 +115,29 @@ impl Recall {
             c.text_rank = Some(rank + 1);
             c.text_score = Some(hit.raw);
         }
-        if self.config.entity_weight > 0.0 {
-            let named = self
-                .names
-                .query_entities(p.filter.namespace.as_deref(), &p.query);
-            for c in candidates.values_mut().filter(|_| !named.is_empty()) {
+        let named = if self.config.entity_weight > 0.0 {
+            self.names
+                .query_entities(p.filter.namespace.as_deref(), &p.query)
+        } else {
+            Vec::new()
+        };
+        let name_them = |c: &mut Candidate| {
+            if !named.is_empty() {
                 c.entity = entity_match(&named, &c.record.entities);
             }
-        }
+        };
+        candidates.values_mut().for_each(name_them);
         let settings = RankSettings::from_config(&self.config, p.mode);
-        let ranked = fuse_and_rank(candidates.into_values().collect(), &settings, now_micros());
+        let now = now_micros();
+        let mut ranked = fuse_and_rank(candidates.into_values().collect(), &settings, now);
+        if self.config.graph_weight > 0.0 && !ranked.is_empty() {
+            let mut candidates = self.spread(ranked, &predicate).await?;
+            candidates
+                .iter_mut()
+                .filter(|c| c.vector_rank.is_none() && c.text_rank.is_none())
+                .for_each(name_them);
+            ranked = fuse_and_rank(candidates, &settings, now);
+        }
         let hits = ranked
             .into_iter()
             .take(k)
@@ -138,4 +156,64 @@ impl Recall {
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
     }
+
+    /// The candidates with what each draws from the best few beside it (`graph::spread`);
+    /// memories reached that no retriever found join them, if the search's filter admits them.
+    async fn spread(
+        &self,
+        ranked: Vec<(Candidate, mnemo_protocol::memory::ScoreExplain)>,
+        predicate: &Pred,
+    ) -> Result<Vec<Candidate>> {
+        let seeds: Vec<(String, f32)> = ranked
+            .iter()
+            .take(self.config.graph_seeds)
+            .map(|(c, e)| (c.record.lineage.clone(), e.score))
+            .collect();
+        let seed_ids: HashMap<String, String> = ranked
+            .iter()
+            .take(self.config.graph_seeds)
+            .map(|(c, _)| (c.record.lineage.clone(), c.record.id.clone()))
+            .collect();
+        let mut spread = self
+            .graph
+            .spread(
+                &seeds,
+                self.config.graph_hops,
+                SPREAD_DECAY,
+                MIN_SPREAD_WEIGHT,
+            )
+            .await?;
+        let mut candidates: Vec<Candidate> = ranked.into_iter().map(|(c, _)| c).collect();
+        for c in &mut candidates {
+            if let Some(s) = spread.remove(&c.record.lineage) {
+                c.graph = s.value;
+                c.graph_via = seed_ids.get(&s.via).cloned();
+            }
+        }
+        if !spread.is_empty() {
+            let lineages: Vec<String> = spread.keys().cloned().collect();
+            let reached = self
+                .store
+                .plain_rows(
+                    &predicate.clone().and(col("lineage").one_of(&lineages)),
+                    None,
+                )
+                .await?;
+            for record in reached {
+                let Some(s) = spread.get(&record.lineage) else {
+                    continue;
+                };
+                let mut c = Candidate::new(record);
+                c.graph = s.value;
+                c.graph_via = seed_ids.get(&s.via).cloned();
+                candidates.push(c);
+            }
+        }
+        Ok(candidates)
+    }
 }
+
+/// Each step past the first along a conversation keeps this share of what a result lends.
+const SPREAD_DECAY: f32 = 0.7;
+/// Edges weaker than this carry nothing (consolidation prunes them at 0.1 too).
+const MIN_SPREAD_WEIGHT: f32 = 0.1;

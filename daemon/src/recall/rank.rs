@@ -18,6 +18,9 @@ pub struct Candidate {
     pub text_score: Option<f32>,
     /// The share of the query's entities this memory mentions (`graph::entity_match`).
     pub entity: f32,
+    /// What it draws from a strong result beside it (`graph::spread`), and that result's id.
+    pub graph: f32,
+    pub graph_via: Option<String>,
 }
 
 impl Candidate {
@@ -29,6 +32,8 @@ impl Candidate {
             text_rank: None,
             text_score: None,
             entity: 0.0,
+            graph: 0.0,
+            graph_via: None,
         }
     }
 }
@@ -54,6 +59,7 @@ impl RankSettings {
                 strength: 0.03,
                 recency: 0.03,
                 entity: config.entity_weight.max(0.0),
+                graph: config.graph_weight.max(0.0),
             },
             recency_half_life_days: config.recency_half_life_days,
         }
@@ -108,7 +114,8 @@ pub fn fuse_and_rank(
                 + w.salience * salience
                 + w.strength * strength
                 + w.recency * recency
-                + w.entity * c.entity;
+                + w.entity * c.entity
+                + w.graph * c.graph;
             let explain = ScoreExplain {
                 vector_rank: c.vector_rank,
                 vector_similarity: c.vector_similarity,
@@ -119,6 +126,8 @@ pub fn fuse_and_rank(
                 strength,
                 recency,
                 entity: c.entity,
+                graph: c.graph,
+                graph_via: c.graph_via.clone(),
                 weights: w,
                 score,
             };
@@ -231,9 +240,25 @@ mod tests {
     }
 
     #[test]
+    fn a_memory_beside_a_strong_result_moves_up() {
+        let plain = cand("plain", Some((1, 0.3)), None);
+        let mut beside = cand("beside", None, None);
+        beside.graph = 0.9;
+        beside.graph_via = Some("best".into());
+        let ranked = fuse_and_rank(
+            vec![plain, beside],
+            &settings(Fusion::Weighted, SearchMode::Vector),
+            0,
+        );
+        assert_eq!(ranked[0].0.record.id, "beside");
+        assert_eq!(ranked[0].1.graph_via.as_deref(), Some("best"));
+    }
+
+    #[test]
     fn explain_adds_up() {
         let mut a = cand("a", Some((1, 0.6)), Some((3, 2.0)));
         a.entity = 0.5;
+        a.graph = 0.25;
         let ranked = fuse_and_rank(vec![a], &settings(Fusion::Weighted, SearchMode::Hybrid), 0);
         let e = &ranked[0].1;
         let w = e.weights;
@@ -241,7 +266,9 @@ mod tests {
             + w.salience * e.salience / 10.0
             + w.strength * e.strength
             + w.recency * e.recency
-            + w.entity * e.entity;
+            + w.entity * e.entity
+            + w.graph * e.graph;
+        assert!(w.graph > 0.0);
         assert!((sum - e.score).abs() < 1e-6);
         assert!((e.relevance - (0.5 * 0.6 + 0.5 * 1.0)).abs() < 1e-6);
         assert_eq!((e.vector_rank, e.text_rank), (Some(1), Some(3)));

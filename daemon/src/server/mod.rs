@@ -5,6 +5,7 @@ mod budget;
 mod connection;
 mod consolidate;
 mod frame;
+mod graph;
 mod handlers;
 mod router;
 mod rpc;

@@ -11,6 +11,7 @@ use crate::consolidate::Consolidation;
 use crate::embed::EmbedService;
 use crate::error::Error;
 use crate::events::EventBus;
+use crate::graph::Graph;
 use crate::hardware::Monitor;
 use crate::ingest::Ingest;
 use crate::recall::Recall;
@@ -30,6 +31,7 @@ pub struct State {
     pub limits: Limits,
     pub ingest: Arc<Ingest>,
     pub recall: Arc<Recall>,
+    pub graph: Arc<Graph>,
     pub store: Arc<Store>,
     pub embed: EmbedService,
     pub hardware: Arc<Monitor>,

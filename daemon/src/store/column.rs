@@ -10,6 +10,7 @@ use lancedb::arrow::arrow_array::{
     StringArray,
 };
 use lancedb::arrow::arrow_schema::{DataType, Field};
+use mnemo_protocol::graph::{EdgeType, NodeKind};
 use mnemo_protocol::memory::MemoryKind;
 
 use super::StoreError;
@@ -65,20 +66,6 @@ impl Column for Option<String> {
         cast::<StringArray>(array)
             .filter(|a| a.is_valid(row))
             .map(|a| a.value(row).to_string())
-    }
-}
-
-impl Column for MemoryKind {
-    fn data_type(_: i32) -> DataType {
-        DataType::Utf8
-    }
-    fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
-        texts(values.into_iter().map(|k| k.as_str()))
-    }
-    fn read(array: &dyn Array, row: usize) -> Self {
-        Option::<String>::read(array, row)
-            .and_then(|k| k.parse().ok())
-            .unwrap_or_default()
     }
 }
 
@@ -182,3 +169,68 @@ impl Column for Vec<f32> {
             .unwrap_or_default()
     }
 }
+
+/// A closed set of names stored as text (kinds, edge types); an unknown name reads as the
+/// default.
+macro_rules! named_column {
+    ($ty:ty) => {
+        impl Column for $ty {
+            fn data_type(_: i32) -> DataType {
+                DataType::Utf8
+            }
+            fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+                texts(values.into_iter().map(|k| k.as_str()))
+            }
+            fn read(array: &dyn Array, row: usize) -> Self {
+                Option::<String>::read(array, row)
+                    .and_then(|k| k.parse().ok())
+                    .unwrap_or_default()
+            }
+        }
+    };
+}
+named_column!(MemoryKind);
+named_column!(EdgeType);
+named_column!(NodeKind);
+
+/// Declares the row type of a table without vectors from its columns (`name: Type`, each a
+/// [`Column`]): the struct, its Arrow schema and both batch conversions.
+macro_rules! table_rows {
+    ($(#[$row_doc:meta])* $row:ident { $( $(#[$doc:meta])* $name:ident : $ty:ty ),* $(,)? }) => {
+        $(#[$row_doc])*
+        #[derive(Debug, Clone, PartialEq, Default)]
+        pub struct $row {
+            $( $(#[$doc])* pub $name: $ty, )*
+        }
+
+        impl $row {
+            pub fn schema() -> lancedb::arrow::arrow_schema::SchemaRef {
+                use $crate::store::column::Column;
+                std::sync::Arc::new(lancedb::arrow::arrow_schema::Schema::new(vec![
+                    $( lancedb::arrow::arrow_schema::Field::new(
+                        stringify!($name), <$ty as Column>::data_type(0), <$ty as Column>::nullable()), )*
+                ]))
+            }
+
+            pub fn to_batch(rows: &[Self]) -> Result<lancedb::arrow::arrow_array::RecordBatch, $crate::store::StoreError> {
+                use $crate::store::column::Column;
+                let columns: Vec<lancedb::arrow::arrow_array::ArrayRef> = vec![
+                    $( <$ty as Column>::to_array(rows.iter().map(|r| &r.$name).collect(), 0)?, )*
+                ];
+                Ok(lancedb::arrow::arrow_array::RecordBatch::try_new(Self::schema(), columns)?)
+            }
+
+            /// Rows of a batch; columns it lacks read as defaults.
+            pub fn from_batch(batch: &lancedb::arrow::arrow_array::RecordBatch) -> Vec<Self> {
+                use $crate::store::column::Column;
+                $( let $name = batch.column_by_name(stringify!($name)); )*
+                (0..batch.num_rows())
+                    .map(|row| Self {
+                        $( $name: $name.map(|c| <$ty as Column>::read(c.as_ref(), row)).unwrap_or_default(), )*
+                    })
+                    .collect()
+            }
+        }
+    };
+}
+pub(crate) use table_rows;

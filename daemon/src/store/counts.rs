@@ -3,15 +3,12 @@
 
 use std::sync::Mutex;
 
-use futures::TryStreamExt;
-use lancedb::arrow::arrow_array::RecordBatch;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::Table;
 use mnemo_protocol::daemon::MemoryCounts;
 
 use super::filter::current;
 use super::schema::{from_batch, MemoryRecord};
-use super::sql::Filtered;
+use super::sql::matching;
 use super::StoreError;
 
 #[derive(Default)]
@@ -51,14 +48,7 @@ impl Counts {
 
     /// Counts from the table (at start, and after deletes and bulk closes).
     pub async fn recount(&self, table: &Table) -> Result<(), StoreError> {
-        let batches: Vec<RecordBatch> = table
-            .query()
-            .filtered(&current())
-            .select(Select::columns(&["kind"]))
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
+        let batches = matching(table, &current(), Some(&["kind"])).await?;
         let mut counts = MemoryCounts::default();
         for r in batches.iter().flat_map(from_batch) {
             counts.total += 1;

@@ -3,6 +3,7 @@
 
 mod column;
 mod counts;
+pub mod edges;
 mod encryption;
 pub mod filter;
 pub mod keystore;
@@ -20,10 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::{Array, RecordBatch, RecordBatchIterator, StringArray};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
-use lancedb::query::ExecutableQuery;
 use lancedb::{Connection, Table};
 
 pub use keystore::KeySettings;
@@ -34,7 +33,6 @@ pub use writer::{WriteOp, WriterHandle};
 use crate::config::StoreConfig;
 use counts::Counts;
 use mnemo_protocol::daemon::MemoryCounts;
-use sql::Filtered;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -100,6 +98,7 @@ pub struct Store {
     meta: Table,
     system: system::SystemTables,
     runs: runs::RunTables,
+    edges: edges::EdgeTable,
     schema: SchemaRef,
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -149,6 +148,7 @@ impl Store {
         let schema = memories.schema().await?;
         let system = system::SystemTables::open(&db, &names).await?;
         let runs = runs::RunTables::open(&db, &names).await?;
+        let edges = edges::EdgeTable::open(&db, &names).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
             .await?
             .and_then(|v| v.parse().ok())
@@ -200,6 +200,7 @@ impl Store {
             meta,
             system,
             runs,
+            edges,
             schema,
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
@@ -268,6 +269,10 @@ impl Store {
         &self.runs
     }
 
+    pub fn edges(&self) -> &edges::EdgeTable {
+        &self.edges
+    }
+
     /// A value from the `meta` table (schema version, embedder, watermarks).
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         read_meta(&self.meta, key).await
@@ -303,6 +308,7 @@ impl Store {
             self.system.profiles.clone(),
             self.runs.runs.clone(),
             self.runs.access_log.clone(),
+            self.edges.table().clone(),
             self.meta.clone(),
         ]
     }
@@ -408,13 +414,7 @@ async fn open_meta(db: &Connection, names: &[String]) -> Result<Table, StoreErro
 }
 
 async fn read_meta(meta: &Table, key: &str) -> Result<Option<String>, StoreError> {
-    let batches: Vec<RecordBatch> = meta
-        .query()
-        .filtered(&col("key").eq(key))
-        .execute()
-        .await?
-        .try_collect()
-        .await?;
+    let batches = sql::matching(meta, &col("key").eq(key), None).await?;
     Ok(batches.iter().find_map(|b| {
         let values = b
             .column_by_name("value")?

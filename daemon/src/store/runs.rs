@@ -4,15 +4,13 @@
 
 use std::sync::Arc;
 
-use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
-use lancedb::query::ExecutableQuery;
 use lancedb::{Connection, Table};
 use mnemo_protocol::consolidate::RunRecord;
 use mnemo_protocol::time::parse_micros;
 
-use super::sql::{col, Filtered};
+use super::sql::{col, matching};
 use super::system::{json, json_rows, open_or_create};
 use super::StoreError;
 
@@ -64,14 +62,7 @@ impl RunTables {
 
     /// Access events up to `until` (inclusive), summed per memory.
     pub async fn access_tallies(&self, until: i64) -> Result<Vec<AccessTally>, StoreError> {
-        let batches: Vec<RecordBatch> = self
-            .access_log
-            .query()
-            .filtered(&col("at").le(until))
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
+        let batches = matching(&self.access_log, &col("at").le(until), None).await?;
         let mut tallies: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
         for b in &batches {
             let (Some(ids), Some(ats)) = (

@@ -258,6 +258,21 @@ impl Pred {
 }
 
 /// A query narrowed by a typed predicate.
+/// The rows of `table` matching `predicate`, only `columns` of them when named.
+pub(super) async fn matching(
+    table: &lancedb::Table,
+    predicate: &Pred,
+    columns: Option<&[&str]>,
+) -> Result<Vec<lancedb::arrow::arrow_array::RecordBatch>, super::StoreError> {
+    use futures::TryStreamExt;
+    use lancedb::query::ExecutableQuery;
+    let mut query = table.query().filtered(predicate);
+    if let Some(columns) = columns {
+        query = query.select(lancedb::query::Select::columns(columns));
+    }
+    Ok(query.execute().await?.try_collect().await?)
+}
+
 pub(super) trait Filtered {
     fn filtered(self, p: &Pred) -> Self;
 }

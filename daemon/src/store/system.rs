@@ -4,17 +4,15 @@
 
 use std::sync::Arc;
 
-use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::{
     Array, ArrayRef, Float32Array, Int32Array, Int64Array, RecordBatch, StringArray,
 };
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
-use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::{Connection, Table};
 use mnemo_protocol::system::{ProcessEntry, Snapshot, SystemProfile};
 use mnemo_protocol::time::parse_micros;
 
-use super::sql::{col, Filtered, Pred};
+use super::sql::{col, matching, Pred};
 use super::StoreError;
 
 pub const SNAPSHOTS: &str = "snapshots";
@@ -175,13 +173,7 @@ pub(super) async fn json_rows<T: serde::de::DeserializeOwned>(
     table: &Table,
     predicate: &Pred,
 ) -> Result<Vec<(i64, T)>, StoreError> {
-    let batches: Vec<RecordBatch> = table
-        .query()
-        .filtered(predicate)
-        .execute()
-        .await?
-        .try_collect()
-        .await?;
+    let batches = matching(table, predicate, None).await?;
     let mut out = Vec::new();
     for b in &batches {
         let time_col = if b.column_by_name("at").is_some() {
@@ -238,15 +230,9 @@ impl SystemTables {
         &self,
         since: i64,
     ) -> Result<std::collections::HashMap<String, String>, StoreError> {
-        let batches: Vec<RecordBatch> = self
-            .processes
-            .query()
-            .filtered(&col("last_seen").ge(since))
-            .select(lancedb::query::Select::columns(&["key", "first_seen"]))
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
+        let columns = ["key", "first_seen"];
+        let since = col("last_seen").ge(since);
+        let batches = matching(&self.processes, &since, Some(&columns)).await?;
         let mut seen = std::collections::HashMap::new();
         for b in &batches {
             let keys = b

@@ -47,7 +47,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                         let rank = |r: Option<usize>| r.map_or("–".into(), |r| format!("#{r}"));
                         lines.push(Line::from(
                             format!(
-                                "      vector {} {}  text {} {}  relevance {:.2}  salience {:.1}  strength {:.2}  recency {:.2}  entities {:.2}",
+                                "      vector {} {}  text {} {}  relevance {:.2}  salience {:.1}  strength {:.2}  recency {:.2}  entities {:.2}  graph {:.2}",
                                 rank(e.vector_rank),
                                 e.vector_similarity.map_or("–".into(), |s| format!("{s:.2}")),
                                 rank(e.text_rank),
@@ -56,7 +56,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                                 e.salience,
                                 e.strength,
                                 e.recency,
-                                e.entity
+                                e.entity,
+                                e.graph
                             )
                             .dark_gray(),
                         ));

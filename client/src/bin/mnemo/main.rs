@@ -4,6 +4,7 @@ mod bench;
 mod consolidate;
 mod doctor;
 mod encrypt;
+mod graph;
 mod memory;
 mod output;
 mod system;
@@ -52,6 +53,9 @@ enum Command {
     /// The machine: profile, live snapshot, history, processes, budget.
     #[command(subcommand)]
     System(system::SystemCommand),
+    /// What a memory or an entity is linked to (`mnemo graph <id>`, `mnemo graph entity:Maria`),
+    /// and the strongest path between two (`mnemo graph path A B`).
+    Graph(graph::GraphArgs),
     /// Measure ingest, search latency and retrieval quality through the socket.
     Bench(bench::BenchArgs),
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
@@ -122,6 +126,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::System(cmd) => system::run(cmd, &socket, &out).await?,
         Command::Bench(args) => bench::run(args, &socket).await?,
         Command::Consolidate(args) => consolidate::run(args, &socket, &out).await?,
+        Command::Graph(args) => graph::run(args, &socket, &out).await?,
         Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
     }

@@ -127,6 +127,13 @@ impl Output {
                         e.recency,
                         e.entity
                     ));
+                    if e.graph > 0.0 {
+                        lines.push(format!(
+                            "      graph {:.3} beside {}",
+                            e.graph,
+                            e.graph_via.as_deref().unwrap_or("?")
+                        ));
+                    }
                 }
             }
             if r.hits.is_empty() {

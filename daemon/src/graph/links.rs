@@ -1,0 +1,177 @@
+//! The edges a new memory brings: MENTIONS to each entity it names, and TEMPORAL_SEQUENCE
+//! from the memory before it in the same session (so a conversation is a chain a walk can
+//! follow). The last memory of each session is kept here, looked up in the store the first
+//! time a session is seen after a start.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mnemo_protocol::graph::{EdgeType, Node};
+use tokio::sync::Mutex;
+
+use crate::store::edges::EdgeRecord;
+use crate::store::filter::current;
+use crate::store::{col, MemoryRecord, Store, StoreError};
+
+/// Who wrote the edges formed as memories arrive.
+pub const BY_INGEST: &str = "ingest";
+
+pub struct Linker {
+    store: Arc<Store>,
+    /// (namespace, session) → the lineage of its latest memory.
+    tails: Mutex<HashMap<(String, String), String>>,
+}
+
+/// The MENTIONS edges of `r`: one to each entity it names.
+pub fn mentions(r: &MemoryRecord, now: i64) -> Vec<EdgeRecord> {
+    r.entities
+        .iter()
+        .map(|key| {
+            EdgeRecord::new(
+                &r.namespace,
+                Node::memory(&r.lineage),
+                Node::entity(key),
+                EdgeType::Mentions,
+                1.0,
+                BY_INGEST,
+                now,
+            )
+        })
+        .collect()
+}
+
+impl Linker {
+    pub fn new(store: Arc<Store>) -> Self {
+        Self {
+            store,
+            tails: Mutex::default(),
+        }
+    }
+
+    /// The edges of `records`, new memories in the order they were said. Sessions are
+    /// serialised here, so two adds to one session cannot both follow the same memory.
+    pub async fn link(
+        &self,
+        records: &[MemoryRecord],
+        now: i64,
+    ) -> Result<Vec<EdgeRecord>, StoreError> {
+        let mut edges: Vec<EdgeRecord> = records.iter().flat_map(|r| mentions(r, now)).collect();
+        let mut tails = self.tails.lock().await;
+        for r in records {
+            let Some(session) = &r.session_id else {
+                continue;
+            };
+            let key = (r.namespace.clone(), session.clone());
+            let before = match tails.get(&key) {
+                Some(t) => Some(t.clone()),
+                None => self.stored_tail(r).await?,
+            };
+            if let Some(before) = before.filter(|b| *b != r.lineage) {
+                edges.push(EdgeRecord::new(
+                    &r.namespace,
+                    Node::memory(before),
+                    Node::memory(&r.lineage),
+                    EdgeType::TemporalSequence,
+                    1.0,
+                    BY_INGEST,
+                    now,
+                ));
+            }
+            tails.insert(key, r.lineage.clone());
+        }
+        Ok(edges)
+    }
+
+    /// The latest stored memory of `r`'s session other than `r` itself.
+    async fn stored_tail(&self, r: &MemoryRecord) -> Result<Option<String>, StoreError> {
+        let Some(session) = &r.session_id else {
+            return Ok(None);
+        };
+        let rows = self
+            .store
+            .columns_of(
+                &current()
+                    .and(col("namespace").eq(&r.namespace))
+                    .and(col("session_id").eq(session))
+                    .and(col("lineage").ne(&r.lineage)),
+                &["lineage", "created_at"],
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .max_by(|a, b| (a.created_at, &a.lineage).cmp(&(b.created_at, &b.lineage)))
+            .map(|r| r.lineage))
+    }
+
+    /// Forgets what it knows of sessions whose memories were deleted (the next add there
+    /// looks its tail up again).
+    pub async fn forget_sessions(&self) {
+        self.tails.lock().await.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{test_store, WriteOp};
+
+    fn said(session: Option<&str>, text: &str, at: i64, entities: &[&str]) -> MemoryRecord {
+        let mut r = MemoryRecord::new("chat".into(), text.into(), Default::default(), at);
+        r.session_id = session.map(str::to_string);
+        r.entities = entities.iter().map(|e| e.to_string()).collect();
+        r.vector = vec![0.0; 4];
+        r
+    }
+
+    fn sequence(edges: &[EdgeRecord]) -> Vec<(String, String)> {
+        edges
+            .iter()
+            .filter(|e| e.edge_type == EdgeType::TemporalSequence)
+            .map(|e| (e.src_id.clone(), e.dst_id.clone()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_session_is_a_chain_that_continues_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = test_store(dir.path()).await;
+        let first = [
+            said(Some("s1"), "Mel: hi Caroline", 1, &["mel", "caroline"]),
+            said(Some("s1"), "Caroline: hi", 2, &["caroline"]),
+            said(None, "a loose note", 3, &[]),
+            said(Some("s2"), "another chat", 4, &[]),
+        ];
+        let linker = Linker::new(store.clone());
+        let edges = linker.link(&first, 10).await.unwrap();
+        let mentions: Vec<_> = edges
+            .iter()
+            .filter(|e| e.edge_type == EdgeType::Mentions)
+            .map(|e| (e.src_id.as_str(), e.dst_id.as_str()))
+            .collect();
+        assert_eq!(
+            mentions,
+            vec![
+                (first[0].lineage.as_str(), "mel"),
+                (first[0].lineage.as_str(), "caroline"),
+                (first[1].lineage.as_str(), "caroline"),
+            ]
+        );
+        assert_eq!(
+            sequence(&edges),
+            vec![(first[0].lineage.clone(), first[1].lineage.clone())]
+        );
+        store
+            .writer()
+            .submit(WriteOp::Insert(first.to_vec()))
+            .await
+            .unwrap();
+
+        // A new linker (a restart) finds the session's last memory in the store.
+        let next = [said(Some("s1"), "Mel: bye", 5, &["mel"])];
+        let edges = Linker::new(store).link(&next, 11).await.unwrap();
+        assert_eq!(
+            sequence(&edges),
+            vec![(first[1].lineage.clone(), next[0].lineage.clone())]
+        );
+    }
+}

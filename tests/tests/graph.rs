@@ -1,0 +1,178 @@
+//! The memory graph through the real daemon: a conversation becomes MENTIONS and
+//! TEMPORAL_SEQUENCE edges, walks and paths follow them, recall lifts the turns beside its
+//! best result, bad walks are refused with the reason, and forget takes a memory's edges.
+
+use mnemo_client::{Client, ClientError};
+use mnemo_protocol::graph::*;
+use mnemo_protocol::memory::*;
+use mnemo_tests::{Daemon, Embedder};
+
+const NS: &str = "chat";
+
+async fn say(c: &mut Client, session: Option<&str>, content: &str) -> String {
+    c.call::<Add>(&AddParams {
+        content: content.into(),
+        namespace: Some(NS.into()),
+        session_id: session.map(str::to_string),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .id
+}
+
+async fn neighbors(
+    c: &mut Client,
+    node: Node,
+    depth: usize,
+) -> Result<NeighborsResult, ClientError> {
+    c.call::<Neighbors>(&NeighborsParams {
+        node,
+        namespace: Some(NS.into()),
+        types: Vec::new(),
+        min_weight: None,
+        depth: Some(depth),
+        limit: None,
+    })
+    .await
+}
+
+fn edges_of(r: &NeighborsResult, t: EdgeType) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = r
+        .edges
+        .iter()
+        .filter(|e| e.edge_type == t)
+        .map(|e| (e.src.id.clone(), e.dst.id.clone()))
+        .collect();
+    found.sort();
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_becomes_a_graph_that_recall_walks_and_forget_cleans() {
+    let daemon = Daemon::start_with(Embedder::Hashed, &[]);
+    let mut c = daemon.client().await;
+    let s = Some("evening");
+    let q = say(&mut c, s, "Mel: how was the pottery workshop on Saturday?").await;
+    let a = say(&mut c, s, "Caroline: wonderful, my sister Maria came along").await;
+    let l = say(&mut c, s, "Mel: lovely! Is Maria still living in Lisbon?").await;
+    let loose = say(&mut c, None, "Maria sent a postcard").await;
+
+    // The answer turn: its place in the conversation and the names it mentions.
+    let r = neighbors(&mut c, Node::memory(&a), 1).await.unwrap();
+    let mut sequence = vec![(q.clone(), a.clone()), (a.clone(), l.clone())];
+    sequence.sort();
+    assert_eq!(edges_of(&r, EdgeType::TemporalSequence), sequence);
+    assert_eq!(
+        edges_of(&r, EdgeType::Mentions),
+        vec![(a.clone(), "caroline".into()), (a.clone(), "maria".into())]
+    );
+    assert_eq!(r.nodes[0].node, Node::memory(&a));
+    assert!(
+        r.nodes[0].label.contains("my sister Maria"),
+        "{:?}",
+        r.nodes[0]
+    );
+    // A note outside any session has no sequence edge.
+    let r = neighbors(&mut c, Node::memory(&loose), 1).await.unwrap();
+    assert!(edges_of(&r, EdgeType::TemporalSequence).is_empty());
+
+    // An entity, named in any case, reaches every memory that mentions it.
+    let r = neighbors(&mut c, Node::entity("MARIA"), 1).await.unwrap();
+    let mentioning: Vec<String> = edges_of(&r, EdgeType::Mentions)
+        .into_iter()
+        .map(|e| e.0)
+        .collect();
+    let mut want = vec![a.clone(), l.clone(), loose.clone()];
+    want.sort();
+    assert_eq!(mentioning, want);
+
+    // Two hops: the question and the postcard meet through Maria's turn and name.
+    let p = c
+        .call::<Path>(&PathParams {
+            from: Node::memory(&a),
+            to: Node::memory(&loose),
+            namespace: None,
+            types: Vec::new(),
+            max_depth: None,
+        })
+        .await
+        .unwrap();
+    let ids: Vec<&str> = p.nodes.iter().map(|n| n.node.id.as_str()).collect();
+    assert_eq!(ids, [a.as_str(), "maria", loose.as_str()]);
+    assert_eq!(p.edges.len(), 2);
+
+    // Recall: the answer is lifted by the question it follows, and says so.
+    let found = c
+        .call::<Search>(&SearchParams {
+            query: "pottery workshop Saturday".into(),
+            k: Some(5),
+            mode: SearchMode::Hybrid,
+            filter: Filter {
+                namespace: Some(NS.into()),
+                ..Default::default()
+            },
+            explain: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(found.hits[0].memory.id, q);
+    let answer = found
+        .hits
+        .iter()
+        .find(|h| h.memory.id == a)
+        .expect("the answer turn");
+    let explain = answer.explain.as_ref().unwrap();
+    assert!(explain.graph > 0.0, "{explain:?}");
+    assert_eq!(explain.graph_via.as_deref(), Some(q.as_str()));
+
+    // Bad walks say what is wrong.
+    let err = neighbors(&mut c, Node::memory(&a), 4)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("depth is 4") && err.contains("1–3"), "{err}");
+    let err = neighbors(&mut c, Node::memory("no-such-id"), 1)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no-such-id"), "{err}");
+    let err = neighbors(&mut c, Node::entity("Lisbonne"), 1)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("mentions `Lisbonne`"), "{err}");
+
+    // Forget takes the memory's edges; a name only it mentioned is gone from the graph.
+    c.call::<Forget>(&ForgetParams {
+        ids: vec![l.clone()],
+        filter: None,
+    })
+    .await
+    .unwrap();
+    let r = neighbors(&mut c, Node::memory(&a), 1).await.unwrap();
+    assert_eq!(
+        edges_of(&r, EdgeType::TemporalSequence),
+        vec![(q.clone(), a.clone())]
+    );
+    assert!(neighbors(&mut c, Node::entity("Lisbon"), 1).await.is_err());
+    // The next turn of the session follows the last one still there.
+    let next = say(&mut c, s, "Caroline: she moved to Porto actually").await;
+    let r = neighbors(&mut c, Node::memory(&next), 1).await.unwrap();
+    assert_eq!(
+        edges_of(&r, EdgeType::TemporalSequence),
+        vec![(a.clone(), next.clone())]
+    );
+
+    // The CLI shows the same walk.
+    let out = daemon.cli(&["graph", "entity:maria", "-n", NS, "--json"], "");
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["nodes"][0]["kind"], "entity");
+    let out = daemon.cli(&["graph", "path", &q, &loose], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("entity maria") && text.contains("MENTIONS"),
+        "{text}"
+    );
+}
