@@ -42,6 +42,9 @@ impl RunStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// Edges between memories recalled together are strengthened; unused ones fade back
+    /// (learned ones to nothing, and are pruned below 0.1).
+    Edges,
     /// Access events appended at recall are folded into their rows.
     Access,
     /// Strength decays with time since last access, slower for high salience.
@@ -55,7 +58,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 5] = [
+    pub const ALL: [Phase; 6] = [
+        Phase::Edges,
         Phase::Access,
         Phase::Decay,
         Phase::Dedup,
@@ -64,6 +68,7 @@ impl Phase {
     ];
     pub fn as_str(self) -> &'static str {
         match self {
+            Phase::Edges => "edges",
             Phase::Access => "access",
             Phase::Decay => "decay",
             Phase::Dedup => "dedup",

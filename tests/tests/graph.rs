@@ -176,3 +176,67 @@ async fn a_conversation_becomes_a_graph_that_recall_walks_and_forget_cleans() {
         "{text}"
     );
 }
+
+fn consolidate_now(daemon: &Daemon) -> mnemo_protocol::consolidate::RunRecord {
+    let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+async fn sequence_edge(c: &mut Client, from: &str) -> Edge {
+    let r = neighbors(c, Node::memory(from), 1).await.unwrap();
+    r.edges
+        .into_iter()
+        .find(|e| e.edge_type == EdgeType::TemporalSequence)
+        .expect("a sequence edge")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recalled_together_strengthens_an_edge_and_disuse_fades_it() {
+    use mnemo_protocol::consolidate::Phase;
+    // What use adds halves in about 2.6 s, so disuse can be waited for.
+    let config = "[consolidate]\nenabled = false\nedge_half_life_days = 0.00003\n";
+    let daemon = Daemon::start_configured(Embedder::Hashed, config, &[]);
+    let mut c = daemon.client().await;
+    let s = Some("kitchen");
+    let first = say(&mut c, s, "Mel: the sourdough starter smells of apples").await;
+    say(
+        &mut c,
+        s,
+        "Caroline: feed the sourdough starter twice a day",
+    )
+    .await;
+    let made = sequence_edge(&mut c, &first).await;
+    assert_eq!((made.weight, made.activation_count), (0.5, 0));
+
+    // Both turns answer one recall, twice.
+    for _ in 0..2 {
+        let found = c
+            .call::<Search>(&SearchParams {
+                query: "sourdough starter".into(),
+                k: Some(2),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(found.hits.len(), 2);
+    }
+    let run = consolidate_now(&daemon);
+    assert_eq!(run.count(Phase::Edges, "recalls"), 2);
+    assert_eq!(run.count(Phase::Edges, "strengthened"), 1);
+    let used = sequence_edge(&mut c, &first).await;
+    assert_eq!(used.activation_count, 2);
+    // Twice a tenth of the way to 1 (0.595), less what faded since (fast, here).
+    assert!(used.weight > 0.55 && used.weight <= 0.595, "{used:?}");
+
+    // Not a wait for something to settle: fading needs time to pass (about three half-lives).
+    tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+    let run = consolidate_now(&daemon);
+    assert!(run.count(Phase::Edges, "faded") >= 1, "{run:?}");
+    let faded = sequence_edge(&mut c, &first).await;
+    assert!(faded.weight < 0.52 && faded.weight >= 0.5, "{faded:?}");
+}

@@ -91,6 +91,10 @@ pub struct ConsolidateConfig {
     pub summary_max_cluster: usize,
     /// Old LanceDB versions are pruned after this many hours.
     pub version_retention_hours: u64,
+    /// Days for what recall added to an edge to halve without use.
+    pub edge_half_life_days: f64,
+    /// Share of the way to 1 an edge goes each time its two ends are recalled together.
+    pub hebbian_rate: f32,
 }
 
 impl Default for ConsolidateConfig {
@@ -116,6 +120,8 @@ impl Default for ConsolidateConfig {
             summary_min_cluster: 3,
             summary_max_cluster: 40,
             version_retention_hours: 24,
+            edge_half_life_days: 30.0,
+            hebbian_rate: 0.1,
         }
     }
 }
@@ -128,8 +134,13 @@ impl ConsolidateConfig {
         if !(0.0..=1.0).contains(&self.dedup_threshold) || self.dedup_threshold < 0.5 {
             return Err("consolidate.dedup_threshold must be between 0.5 and 1.0".into());
         }
-        if self.half_life_days <= 0.0 {
-            return Err("consolidate.half_life_days must be above 0".into());
+        if self.half_life_days <= 0.0 || self.edge_half_life_days <= 0.0 {
+            return Err(
+                "consolidate.half_life_days and edge_half_life_days must be above 0".into(),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.hebbian_rate) {
+            return Err("consolidate.hebbian_rate must be between 0 and 1".into());
         }
         if self.summary_min_cluster < 2 || self.summary_max_cluster < self.summary_min_cluster {
             return Err(

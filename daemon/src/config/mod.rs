@@ -223,7 +223,7 @@ impl Default for SearchConfig {
             fusion: Fusion::Weighted,
             text_weight: 0.5,
             entity_weight: 0.1,
-            graph_weight: 0.3,
+            graph_weight: 0.6,
             graph_seeds: 5,
             graph_hops: 2,
         }

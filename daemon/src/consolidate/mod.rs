@@ -6,6 +6,7 @@
 mod access;
 mod decay;
 mod dedup;
+mod edges;
 pub mod idle;
 mod pace;
 mod storage;
@@ -422,6 +423,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
         pace.progress(phase, 0, 0);
         let mut record = run.phases[i].clone();
         let result = match phase {
+            Phase::Edges => edges::run(pace, &mut record).await,
             Phase::Access => access::run(pace, &mut record).await,
             Phase::Decay => decay::run(pace, &mut record).await,
             Phase::Dedup => dedup::run(pace, &mut record).await,

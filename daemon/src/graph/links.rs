@@ -15,6 +15,9 @@ use crate::store::{col, MemoryRecord, Store, StoreError};
 
 /// Who wrote the edges formed as memories arrive.
 pub const BY_INGEST: &str = "ingest";
+/// A conversation's order starts at half strength: recalling two turns together moves their
+/// edge towards 1 (consolidation's Hebbian phase), disuse brings it back.
+pub const SEQUENCE_WEIGHT: f32 = 0.5;
 
 pub struct Linker {
     store: Arc<Store>,
@@ -72,7 +75,7 @@ impl Linker {
                     Node::memory(before),
                     Node::memory(&r.lineage),
                     EdgeType::TemporalSequence,
-                    1.0,
+                    SEQUENCE_WEIGHT,
                     BY_INGEST,
                     now,
                 ));

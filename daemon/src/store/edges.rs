@@ -33,6 +33,9 @@ table_rows! {
         initial_weight: f32,
         activation_count: i64,
         last_activated_at: Option<i64>,
+        /// When consolidation last let it fade (it fades from the latest of this, its last
+        /// activation and its creation).
+        decayed_at: Option<i64>,
         created_at: i64,
         created_by: String,
     }
@@ -66,6 +69,7 @@ impl EdgeRecord {
             initial_weight: weight,
             activation_count: 0,
             last_activated_at: None,
+            decayed_at: None,
             created_at: now,
             created_by: created_by.to_string(),
         }
@@ -195,6 +199,14 @@ impl EdgeTable {
             predicate: col("src_id")
                 .eq(src)
                 .and(col("edge_type").eq(edge_type.as_str())),
+        }
+    }
+
+    /// Deletes the edges with these ids.
+    pub fn delete_ids(&self, ids: &[String]) -> WriteOp {
+        WriteOp::DeleteWhere {
+            table: self.table.clone(),
+            predicate: col("id").one_of(ids),
         }
     }
 

@@ -60,10 +60,10 @@ impl RunTables {
         Ok(rows.into_iter().rev().take(limit).map(|(_, r)| r).collect())
     }
 
-    /// Access events up to `until` (inclusive), summed per memory.
-    pub async fn access_tallies(&self, until: i64) -> Result<Vec<AccessTally>, StoreError> {
+    /// Access events up to `until` (inclusive): (memory id, when).
+    async fn access_events(&self, until: i64) -> Result<Vec<(String, i64)>, StoreError> {
         let batches = matching(&self.access_log, &col("at").le(until), None).await?;
-        let mut tallies: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+        let mut events = Vec::new();
         for b in &batches {
             let (Some(ids), Some(ats)) = (
                 b.column_by_name("memory_id")
@@ -73,11 +73,35 @@ impl RunTables {
             ) else {
                 continue;
             };
-            for i in 0..b.num_rows() {
-                let t = tallies.entry(ids.value(i).to_string()).or_default();
-                t.0 += 1;
-                t.1 = t.1.max(ats.value(i));
-            }
+            events.extend((0..b.num_rows()).map(|i| (ids.value(i).to_string(), ats.value(i))));
+        }
+        Ok(events)
+    }
+
+    /// The memories each recall up to `until` answered together (its events share one time),
+    /// for recalls of two or more.
+    pub async fn co_accessed(&self, until: i64) -> Result<Vec<(i64, Vec<String>)>, StoreError> {
+        let mut groups: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
+        for (id, at) in self.access_events(until).await? {
+            groups.entry(at).or_default().push(id);
+        }
+        Ok(groups
+            .into_iter()
+            .filter_map(|(at, mut ids)| {
+                ids.sort();
+                ids.dedup();
+                (ids.len() > 1).then_some((at, ids))
+            })
+            .collect())
+    }
+
+    /// Access events up to `until` (inclusive), summed per memory.
+    pub async fn access_tallies(&self, until: i64) -> Result<Vec<AccessTally>, StoreError> {
+        let mut tallies: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+        for (id, at) in self.access_events(until).await? {
+            let t = tallies.entry(id).or_default();
+            t.0 += 1;
+            t.1 = t.1.max(at);
         }
         Ok(tallies
             .into_iter()
