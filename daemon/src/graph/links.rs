@@ -25,15 +25,16 @@ pub struct Linker {
     tails: Mutex<HashMap<(String, String), String>>,
 }
 
-/// The MENTIONS edges of `r`: one to each entity it names.
-pub fn mentions(r: &MemoryRecord, now: i64) -> Vec<EdgeRecord> {
+/// The MENTIONS edges of `r`: one to each entity it names, by `key` (the store's
+/// [`Store::entity_key`], so an encrypted store's edges hold keyed hashes, never names).
+pub fn mentions(r: &MemoryRecord, now: i64, key: &dyn Fn(&str) -> String) -> Vec<EdgeRecord> {
     r.entities
         .iter()
-        .map(|key| {
+        .map(|name| {
             EdgeRecord::new(
                 &r.namespace,
                 Node::memory(&r.lineage),
-                Node::entity(key),
+                Node::entity(key(name)),
                 EdgeType::Mentions,
                 1.0,
                 BY_INGEST,
@@ -58,7 +59,8 @@ impl Linker {
         records: &[MemoryRecord],
         now: i64,
     ) -> Result<Vec<EdgeRecord>, StoreError> {
-        let mut edges: Vec<EdgeRecord> = records.iter().flat_map(|r| mentions(r, now)).collect();
+        let mut edges: Vec<EdgeRecord> =
+            records.iter().flat_map(|r| self.mentions(r, now)).collect();
         let mut tails = self.tails.lock().await;
         for r in records {
             let Some(session) = &r.session_id else {
@@ -83,6 +85,11 @@ impl Linker {
             tails.insert(key, r.lineage.clone());
         }
         Ok(edges)
+    }
+
+    /// The MENTIONS edges of `r`, keyed as the store keys names.
+    pub fn mentions(&self, r: &MemoryRecord, now: i64) -> Vec<EdgeRecord> {
+        mentions(r, now, &|k| self.store.entity_key(k))
     }
 
     /// The latest stored memory of `r`'s session other than `r` itself.

@@ -16,9 +16,8 @@ use crate::access::AccessRecorder;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
-use crate::graph::links::mentions;
 use crate::graph::{Gazetteer, Linker};
-use crate::store::filter::{current, predicate_all_versions};
+use crate::store::filter::predicate_all_versions;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 use crate::understand;
 
@@ -168,26 +167,7 @@ impl Ingest {
         let sealed = self.store.encrypt().await?;
         self.known.load(&self.store).await?;
         self.names.load().await?;
-        self.rewrite_mentions().await?;
         Ok(sealed)
-    }
-
-    /// Writes every MENTIONS edge again from the memories' entities: after an encryption,
-    /// the edges name entities by their keyed hashes, like the memories do.
-    async fn rewrite_mentions(&self) -> Result<()> {
-        let edges = self.store.edges();
-        let writer = self.store.writer();
-        writer.submit(edges.delete_type(EdgeType::Mentions)).await?;
-        let rows = self
-            .store
-            .columns_of(&current(), &["namespace", "lineage", "entities"])
-            .await?;
-        let now = now_micros();
-        let all: Vec<_> = rows.iter().flat_map(|r| mentions(r, now)).collect();
-        for chunk in all.chunks(10_000) {
-            writer.submit(edges.append(chunk)?).await?;
-        }
-        Ok(())
     }
 
     /// Memories added since start.
@@ -384,7 +364,9 @@ impl Ingest {
                 .submit(edges.delete_from(&new.lineage, EdgeType::Mentions))
                 .await?;
             let now = now_micros();
-            writer.submit(edges.append(&mentions(&new, now))?).await?;
+            writer
+                .submit(edges.append(&self.linker.mentions(&new, now))?)
+                .await?;
         }
         self.names.remove([&old]);
         self.names.add([&new]);

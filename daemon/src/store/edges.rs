@@ -218,6 +218,42 @@ impl EdgeTable {
         }
     }
 
+    /// Every MENTIONS edge again with its entity keyed by `key` (idempotent): an encryption
+    /// leaves no name in the edges either.
+    pub async fn rekey_mentions(
+        &self,
+        writer: &super::WriterHandle,
+        key: &(dyn Fn(&str) -> String + Sync),
+    ) -> Result<u64, StoreError> {
+        let mentions = self
+            .rows(&col("edge_type").eq(EdgeType::Mentions.as_str()))
+            .await?;
+        let rekeyed: Vec<EdgeRecord> = mentions
+            .iter()
+            .map(|e| {
+                let mut again = EdgeRecord::new(
+                    &e.namespace,
+                    e.src(),
+                    Node::entity(key(&e.dst_id)),
+                    e.edge_type,
+                    e.initial_weight,
+                    &e.created_by,
+                    e.created_at,
+                );
+                again.weight = e.weight;
+                again.activation_count = e.activation_count;
+                again.last_activated_at = e.last_activated_at;
+                again.decayed_at = e.decayed_at;
+                again
+            })
+            .collect();
+        writer.submit(self.delete_type(EdgeType::Mentions)).await?;
+        for chunk in rekeyed.chunks(10_000) {
+            writer.submit(self.append(chunk)?).await?;
+        }
+        Ok(rekeyed.len() as u64)
+    }
+
     /// Edges with an end among `ids`, as `filter` allows.
     pub async fn touching(
         &self,

@@ -128,7 +128,10 @@ impl Store {
         }
         sealed += self.writer().submit(WriteOp::Seal { finish: true }).await?;
         self.meta_set(MODE, SEALED).await?;
-        self.writer().submit(WriteOp::Purge).await?;
+        self.edges
+            .rekey_mentions(self.writer(), &|k| self.entity_key(k))
+            .await?;
+        self.purge().await?;
         tracing::info!(
             "encrypted {sealed} memories with the key in the {}",
             self.key_location()

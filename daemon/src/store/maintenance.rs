@@ -138,9 +138,28 @@ impl Store {
         Ok(done)
     }
 
-    /// Removes forgotten content from old versions and index files now.
+    /// Removes forgotten content from old versions and index files now: the memories', and
+    /// the edges' (a forgotten memory's edges name what it mentioned).
     pub async fn purge(&self) -> Result<u64, StoreError> {
-        self.writer.submit(WriteOp::Purge).await
+        let versions = self.writer.submit(WriteOp::Purge).await?;
+        let edges = self.edges.table().clone();
+        let materialize = OptimizeAction::Compact {
+            options: CompactionOptions {
+                materialize_deletions: true,
+                materialize_deletions_threshold: 0.0,
+                ..Default::default()
+            },
+            remap_options: None,
+        };
+        self.writer.optimize(edges.clone(), materialize).await?;
+        let everything_old = OptimizeAction::Prune {
+            older_than: Some(Age::zero()),
+            // No other commit can be under way: this runs in the writer's turn.
+            delete_unverified: Some(true),
+            error_if_tagged_old_versions: Some(false),
+        };
+        let pruned = self.writer.optimize(edges, everything_old).await?;
+        Ok(versions + pruned.prune.map(|p| p.old_versions).unwrap_or(0))
     }
 }
 
