@@ -307,7 +307,9 @@ async fn an_idle_run_yields_to_a_request_and_completes_later() {
         "yield latency (ms from request to the run standing still): {:?}",
         done.yield_latency_ms
     );
-    assert_eq!(done.count(Phase::Access, "events"), 12);
+    // The 12 seeded, and those of the request it yielded to when that came before the access
+    // phase began (the edges phase runs first).
+    assert!(done.count(Phase::Access, "events") >= 12, "{done:?}");
     assert!(done.phases.iter().all(|p| p.state == PhaseState::Done));
 }
 
