@@ -273,6 +273,17 @@ impl Daemon {
         child.wait_with_output().expect("mnemo output")
     }
 
+    /// `mnemo consolidate --wait --json`: a run now, to its end.
+    pub fn consolidate_now(&self) -> mnemo_protocol::consolidate::RunRecord {
+        let out = self.cli(&["consolidate", "--wait", "--json"], "");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("a run record")
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

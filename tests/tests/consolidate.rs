@@ -24,17 +24,6 @@ async fn add(c: &mut Client, content: &str, f: impl FnOnce(&mut AddParams)) -> M
     c.call::<Add>(&p).await.unwrap()
 }
 
-/// `mnemo consolidate --wait --json`: a run now, to its end.
-fn consolidate_now(daemon: &Daemon) -> RunRecord {
-    let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 async fn get(c: &mut Client, id: &str) -> Memory {
     c.call::<Get>(&GetParams { id: id.into() }).await.unwrap()
 }
@@ -139,7 +128,7 @@ async fn a_run_shows_what_each_phase_did() {
     // (about four half-lives of the 2.6 s configured above).
     tokio::time::sleep(Duration::from_secs(10)).await;
 
-    let run = consolidate_now(&daemon);
+    let run = daemon.consolidate_now();
     assert_eq!(run.status, RunStatus::Completed);
     assert!(run.phases.iter().all(|p| p.state == PhaseState::Done));
 
@@ -209,7 +198,7 @@ async fn a_run_shows_what_each_phase_did() {
     assert!(after < before, "fragments {before} -> {after}");
 
     // A second run finds nothing new to merge or summarise.
-    let second = consolidate_now(&daemon);
+    let second = daemon.consolidate_now();
     assert_eq!(second.count(Phase::Dedup, "merged"), 0);
     assert_eq!(second.count(Phase::Summaries, "summaries"), 0);
 
@@ -341,7 +330,7 @@ async fn sigkill_mid_run_is_recovered_by_the_next_run() {
     assert_eq!(waiting.status, RunStatus::Interrupted);
 
     // The next run is that run, resumed, and it folds each access exactly once.
-    let run = consolidate_now(&daemon);
+    let run = daemon.consolidate_now();
     assert_eq!(run.id, started.run_id);
     assert_eq!(run.status, RunStatus::Completed);
     for id in &ids {

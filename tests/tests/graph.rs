@@ -177,16 +177,6 @@ async fn a_conversation_becomes_a_graph_that_recall_walks_and_forget_cleans() {
     );
 }
 
-fn consolidate_now(daemon: &Daemon) -> mnemo_protocol::consolidate::RunRecord {
-    let out = daemon.cli(&["consolidate", "--wait", "--json"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 async fn sequence_edge(c: &mut Client, from: &str) -> Edge {
     let r = neighbors(c, Node::memory(from), 1).await.unwrap();
     r.edges
@@ -225,7 +215,7 @@ async fn recalled_together_strengthens_an_edge_and_disuse_fades_it() {
             .unwrap();
         assert_eq!(found.hits.len(), 2);
     }
-    let run = consolidate_now(&daemon);
+    let run = daemon.consolidate_now();
     assert_eq!(run.count(Phase::Edges, "recalls"), 2);
     assert_eq!(run.count(Phase::Edges, "strengthened"), 1);
     let used = sequence_edge(&mut c, &first).await;
@@ -235,7 +225,7 @@ async fn recalled_together_strengthens_an_edge_and_disuse_fades_it() {
 
     // Not a wait for something to settle: fading needs time to pass (about three half-lives).
     tokio::time::sleep(std::time::Duration::from_secs(8)).await;
-    let run = consolidate_now(&daemon);
+    let run = daemon.consolidate_now();
     assert!(run.count(Phase::Edges, "faded") >= 1, "{run:?}");
     let faded = sequence_edge(&mut c, &first).await;
     assert!(faded.weight < 0.52 && faded.weight >= 0.5, "{faded:?}");

@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use lancedb::arrow::arrow_array::{Int64Array, StringArray};
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
-use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop};
-use super::{bump, save_cursor};
+use super::{bump, events_cutoff};
 use crate::store::runs::AccessTally;
 use crate::store::{col, Expr, WriteOp};
 
@@ -32,18 +31,7 @@ pub fn folded(
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
     let ctx = pace.ctx().clone();
-    // The cutoff is fixed for the whole phase (and kept across a resume), so events arriving
-    // meanwhile wait for the next run instead of being deleted unfolded.
-    let cutoff: i64 = match record.cursor.as_deref().and_then(|c| c.parse().ok()) {
-        Some(c) => c,
-        None => {
-            ctx.access.flush().await;
-            let c = now_micros();
-            record.cursor = Some(c.to_string());
-            save_cursor(pace, record).await?;
-            c
-        }
-    };
+    let cutoff = events_cutoff(pace, record).await?;
     let store = &ctx.store;
     let tallies = store.runs().access_tallies(cutoff).await?;
     let total = tallies.len() as u64;

@@ -10,10 +10,9 @@ use std::collections::{HashMap, HashSet};
 
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 use mnemo_protocol::graph::EdgeType;
-use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop};
-use super::{bump, save_cursor};
+use super::{bump, events_cutoff};
 use crate::store::col;
 use crate::store::edges::{EdgeFilter, EdgeRecord};
 
@@ -90,17 +89,8 @@ pub fn faded(e: &EdgeRecord, now: i64, half_life_days: f64) -> EdgeRecord {
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
     let ctx = pace.ctx().clone();
     let config = &ctx.state.config;
-    // The cutoff is kept across a resume; the access phase after this one clears the events.
-    let now: i64 = match record.cursor.as_deref().and_then(|c| c.parse().ok()) {
-        Some(c) => c,
-        None => {
-            ctx.access.flush().await;
-            let c = now_micros();
-            record.cursor = Some(c.to_string());
-            save_cursor(pace, record).await?;
-            c
-        }
-    };
+    // The access phase after this one clears the events.
+    let now = events_cutoff(pace, record).await?;
     let store = &ctx.store;
     let edges = store.edges();
 

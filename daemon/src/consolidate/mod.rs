@@ -445,6 +445,20 @@ fn bump(record: &mut PhaseRecord, key: &str, n: u64) {
 }
 
 /// Saves a phase's cursor mid-phase, so a crash resumes after the last finished unit.
+/// The time up to which a phase reads access events: taken once (after the recorder has
+/// written what it held) and kept in the cursor across a resume, so events arriving meanwhile
+/// wait for the next run instead of being deleted unread.
+async fn events_cutoff(pace: &Pace, record: &mut PhaseRecord) -> Result<i64, Stop> {
+    if let Some(c) = record.cursor.as_deref().and_then(|c| c.parse().ok()) {
+        return Ok(c);
+    }
+    pace.ctx().access.flush().await;
+    let c = now_micros();
+    record.cursor = Some(c.to_string());
+    save_cursor(pace, record).await?;
+    Ok(c)
+}
+
 async fn save_cursor(pace: &Pace, record: &PhaseRecord) -> Result<(), Stop> {
     let ctx = pace.ctx();
     let mut run = {

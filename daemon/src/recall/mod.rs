@@ -164,14 +164,14 @@ impl Recall {
         ranked: Vec<(Candidate, mnemo_protocol::memory::ScoreExplain)>,
         predicate: &Pred,
     ) -> Result<Vec<Candidate>> {
-        let seeds: Vec<(String, f32)> = ranked
+        let best = &ranked[..ranked.len().min(self.config.graph_seeds)];
+        let seeds: Vec<(String, f32)> = best
             .iter()
-            .take(self.config.graph_seeds)
             .map(|(c, e)| (c.record.lineage.clone(), e.score))
             .collect();
-        let seed_ids: HashMap<String, String> = ranked
+        // Spread names a seed by lineage; explain names the result's own id.
+        let seed_ids: HashMap<String, String> = best
             .iter()
-            .take(self.config.graph_seeds)
             .map(|(c, _)| (c.record.lineage.clone(), c.record.id.clone()))
             .collect();
         let mut spread = self

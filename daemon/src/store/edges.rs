@@ -41,6 +41,12 @@ table_rows! {
     }
 }
 
+/// An edge's id: one row per namespace, type and pair of ends.
+fn edge_id(namespace: &str, edge_type: EdgeType, src: &Node, dst: &Node) -> String {
+    let (s, d) = (src.kind.as_str(), dst.kind.as_str());
+    format!("{namespace}|{edge_type}|{s}:{}|{d}:{}", src.id, dst.id)
+}
+
 impl EdgeRecord {
     pub fn new(
         namespace: &str,
@@ -52,13 +58,7 @@ impl EdgeRecord {
         now: i64,
     ) -> Self {
         Self {
-            id: format!(
-                "{namespace}|{edge_type}|{}:{}|{}:{}",
-                src.kind.as_str(),
-                src.id,
-                dst.kind.as_str(),
-                dst.id
-            ),
+            id: edge_id(namespace, edge_type, &src, &dst),
             namespace: namespace.to_string(),
             src_kind: src.kind,
             src_id: src.id,
@@ -231,19 +231,9 @@ impl EdgeTable {
         let rekeyed: Vec<EdgeRecord> = mentions
             .iter()
             .map(|e| {
-                let mut again = EdgeRecord::new(
-                    &e.namespace,
-                    e.src(),
-                    Node::entity(key(&e.dst_id)),
-                    e.edge_type,
-                    e.initial_weight,
-                    &e.created_by,
-                    e.created_at,
-                );
-                again.weight = e.weight;
-                again.activation_count = e.activation_count;
-                again.last_activated_at = e.last_activated_at;
-                again.decayed_at = e.decayed_at;
+                let mut again = e.clone();
+                again.dst_id = key(&e.dst_id);
+                again.id = edge_id(&e.namespace, e.edge_type, &e.src(), &again.dst());
                 again
             })
             .collect();

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction, OptimizeStats};
 use lancedb::Table;
 
-use super::{Store, StoreError, WriteOp};
+use super::{writer, Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 
@@ -143,22 +143,14 @@ impl Store {
     pub async fn purge(&self) -> Result<u64, StoreError> {
         let versions = self.writer.submit(WriteOp::Purge).await?;
         let edges = self.edges.table().clone();
-        let materialize = OptimizeAction::Compact {
-            options: CompactionOptions {
-                materialize_deletions: true,
-                materialize_deletions_threshold: 0.0,
-                ..Default::default()
-            },
-            remap_options: None,
-        };
-        self.writer.optimize(edges.clone(), materialize).await?;
-        let everything_old = OptimizeAction::Prune {
-            older_than: Some(Age::zero()),
-            // No other commit can be under way: this runs in the writer's turn.
-            delete_unverified: Some(true),
-            error_if_tagged_old_versions: Some(false),
-        };
-        let pruned = self.writer.optimize(edges, everything_old).await?;
+        let writer = &self.writer;
+        writer
+            .optimize(edges.clone(), writer::rewrite_without_deleted())
+            .await?;
+        // Runs in the writer's turn, so unverified files may go too.
+        let pruned = writer
+            .optimize(edges, writer::prune_every_old_version())
+            .await?;
         Ok(versions + pruned.prune.map(|p| p.old_versions).unwrap_or(0))
     }
 }

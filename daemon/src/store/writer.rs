@@ -546,16 +546,7 @@ async fn supersede(
 /// because no other commit can be under way: this is the writer.
 async fn purge(memories: &Memories) -> Result<u64, StoreError> {
     let table = &memories.table;
-    table
-        .optimize(OptimizeAction::Compact {
-            options: CompactionOptions {
-                materialize_deletions: true,
-                materialize_deletions_threshold: 0.0,
-                ..Default::default()
-            },
-            remap_options: None,
-        })
-        .await?;
+    table.optimize(rewrite_without_deleted()).await?;
     if memories.fts_ready.load(Ordering::Acquire) {
         build_text_index(memories).await?;
     }
@@ -568,14 +559,30 @@ async fn purge(memories: &Memories) -> Result<u64, StoreError> {
             .optimize(OptimizeAction::Index(Default::default()))
             .await?;
     }
-    let stats = table
-        .optimize(OptimizeAction::Prune {
-            older_than: Some(lancedb::table::Duration::zero()),
-            delete_unverified: Some(true),
-            error_if_tagged_old_versions: Some(false),
-        })
-        .await?;
+    let stats = table.optimize(prune_every_old_version()).await?;
     Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))
+}
+
+/// Compaction that rewrites every fragment holding deleted rows without them.
+pub(super) fn rewrite_without_deleted() -> OptimizeAction {
+    OptimizeAction::Compact {
+        options: CompactionOptions {
+            materialize_deletions: true,
+            materialize_deletions_threshold: 0.0,
+            ..Default::default()
+        },
+        remap_options: None,
+    }
+}
+
+/// Deletes every version but the current one, and unverified files too: only safe in the
+/// writer's turn, when no other commit can be under way.
+pub(super) fn prune_every_old_version() -> OptimizeAction {
+    OptimizeAction::Prune {
+        older_than: Some(lancedb::table::Duration::zero()),
+        delete_unverified: Some(true),
+        error_if_tagged_old_versions: Some(false),
+    }
 }
 
 async fn append_batches(table: &Table, batches: Vec<RecordBatch>) -> Result<(), StoreError> {
