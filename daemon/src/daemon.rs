@@ -88,6 +88,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         events.clone(),
         access.clone(),
         names.clone(),
+        config.salience.clone(),
     )
     .await
     .context("reading the stored memories")?;

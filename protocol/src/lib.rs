@@ -15,6 +15,7 @@ pub mod paths;
 pub mod socket;
 pub mod system;
 pub mod time;
+pub mod understanding;
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::understanding::{Emotion, EmotionKind, EventTime, SalienceFactors};
+
 /// Largest content accepted for one memory, in bytes.
 pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 /// Longest namespace, domain, source or session id, in bytes.
@@ -117,6 +119,15 @@ pub struct Memory {
     pub access_count: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_accessed_at: Option<String>,
+    /// How it felt; absent for memories stored before emotion was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emotion: Option<Emotion>,
+    /// What its salience is made of; absent when the salience was given or predates them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salience_factors: Option<SalienceFactors>,
+    /// The time the text speaks about ("last Saturday"), when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<EventTime>,
 }
 
 /// A new memory. Timestamps are RFC 3339 (`2024-05-01T12:00:00Z`), a date (`2024-05-01`) or
@@ -187,6 +198,15 @@ pub struct Filter {
     /// See the store as it was at this time: versions valid then, not the current ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<String>,
+    /// Only memories whose primary emotion is this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emotion: Option<EmotionKind>,
+    /// Only memories at least this pleasant (valence −1–1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_valence: Option<f32>,
+    /// Only memories at most this pleasant (valence −1–1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_valence: Option<f32>,
 }
 
 impl Filter {
@@ -278,6 +298,13 @@ pub struct ScoreExplain {
     /// The result it was reached from, when `graph` > 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph_via: Option<String>,
+    /// How well the time the memory speaks about matches the time the query names, 0–1; 0
+    /// when the query names none.
+    #[serde(default)]
+    pub time: f32,
+    /// What the memory's salience is made of, when it was scored from its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salience_factors: Option<SalienceFactors>,
     /// The weights the final score used, by component.
     pub weights: ScoreWeights,
     pub score: f32,
@@ -293,6 +320,8 @@ pub struct ScoreWeights {
     pub entity: f32,
     #[serde(default)]
     pub graph: f32,
+    #[serde(default)]
+    pub time: f32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -8,7 +8,9 @@ use mnemo_protocol::paths;
 use serde::{Deserialize, Serialize};
 
 mod background;
+mod salience;
 pub use background::{parse_schedule, ConsolidateConfig, HardwareConfig, LlmConfig, ProcessRule};
+pub use salience::SalienceConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -39,6 +41,7 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     pub store: StoreConfig,
     pub search: SearchConfig,
+    pub salience: SalienceConfig,
     pub hardware: HardwareConfig,
     pub consolidate: ConsolidateConfig,
     /// The optional chat endpoint consolidation writes summaries with.
@@ -156,6 +159,15 @@ pub struct SearchConfig {
     pub graph_weight: f32,
     pub graph_seeds: usize,
     pub graph_hops: usize,
+    /// Weight of the time component: when the query names a time ("in June 2023", "last
+    /// week"), memories that speak about (or happened in) that time rank higher. 0 turns it off.
+    pub time_weight: f32,
+    /// Weights of the fused relevance, the memory's salience (0–10, scaled to 0–1), its
+    /// strength and its recency in the final score.
+    pub relevance_weight: f32,
+    pub salience_weight: f32,
+    pub strength_weight: f32,
+    pub recency_weight: f32,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
@@ -178,6 +190,7 @@ impl Default for Config {
             embedder: EmbedderConfig::default(),
             store: StoreConfig::default(),
             search: SearchConfig::default(),
+            salience: SalienceConfig::default(),
             hardware: Default::default(),
             consolidate: Default::default(),
             llm: Default::default(),
@@ -226,6 +239,11 @@ impl Default for SearchConfig {
             graph_weight: 0.6,
             graph_seeds: 5,
             graph_hops: 2,
+            time_weight: 0.2,
+            relevance_weight: 0.9,
+            salience_weight: 0.04,
+            strength_weight: 0.03,
+            recency_weight: 0.03,
         }
     }
 }
@@ -312,7 +330,18 @@ impl Config {
         }
         self.consolidate.validate().map_err(ConfigError::Invalid)?;
         let search = &self.search;
-        if search.entity_weight < 0.0 || search.graph_weight < 0.0 || search.text_weight < 0.0 {
+        self.salience.validate().map_err(ConfigError::Invalid)?;
+        let weights = [
+            search.entity_weight,
+            search.graph_weight,
+            search.text_weight,
+            search.time_weight,
+            search.relevance_weight,
+            search.salience_weight,
+            search.strength_weight,
+            search.recency_weight,
+        ];
+        if weights.iter().any(|w| *w < 0.0 || !w.is_finite()) {
             return bad("search weights must be 0 or more (0 turns a component off)");
         }
         if search.graph_seeds > 50 || search.graph_hops > 3 {

@@ -13,16 +13,19 @@ use mnemo_protocol::memory::{
 use mnemo_protocol::time::{now_micros, parse_micros};
 
 use crate::access::AccessRecorder;
+use crate::config::SalienceConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
 use crate::graph::{Gazetteer, Linker};
 use crate::store::filter::predicate_all_versions;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
-use crate::understand;
 
 mod known;
+mod novelty;
+mod reading;
 use known::KnownContent;
+use novelty::Novelty;
 
 /// The write pipeline and what it needs: the store, the embedder, the bus it announces
 /// changes on, and the access recorder its duplicate check reports to.
@@ -37,6 +40,9 @@ pub struct Ingest {
     names: Arc<Gazetteer>,
     /// The edges new memories bring.
     linker: Linker,
+    /// How unlike what is stored a new memory is (a salience factor).
+    novelty: Novelty,
+    salience: SalienceConfig,
     /// Memories added since start.
     added: AtomicU64,
 }
@@ -103,8 +109,9 @@ fn validate_tags(tags: &[String]) -> std::result::Result<(), String> {
     }
 }
 
-/// A new row from validated params; the vector comes later.
-fn new_record(p: AddParams, now: i64) -> std::result::Result<MemoryRecord, String> {
+/// A new row from validated params, and whether its salience was given; the vector and what
+/// the text says come later.
+fn new_record(p: AddParams, now: i64) -> std::result::Result<(MemoryRecord, bool), String> {
     validate_content(&p.content)?;
     validate_salience(p.salience)?;
     validate_tags(&p.tags)?;
@@ -123,18 +130,16 @@ fn new_record(p: AddParams, now: i64) -> std::result::Result<MemoryRecord, Strin
     if namespace.trim().is_empty() {
         return Err("namespace is empty; leave it out for the default namespace".into());
     }
-    let salience = p
-        .salience
-        .unwrap_or_else(|| understand::salience(&p.content));
     let mut record = MemoryRecord::new(namespace, p.content, p.kind.unwrap_or_default(), now);
-    record.salience = salience;
+    let given_salience = p.salience.is_some();
+    record.salience = p.salience.unwrap_or(record.salience);
     record.domain = p.domain;
     record.source = p.source;
     record.session_id = p.session_id;
     record.occurred_at = occurred_at;
     record.tags = p.tags;
     record.metadata = metadata;
-    Ok(record)
+    Ok((record, given_salience))
 }
 
 impl Ingest {
@@ -145,6 +150,7 @@ impl Ingest {
         events: EventBus,
         access: AccessRecorder,
         names: Arc<Gazetteer>,
+        salience: SalienceConfig,
     ) -> std::result::Result<Self, StoreError> {
         let known = KnownContent::default();
         let count = known.load(&store).await?;
@@ -158,6 +164,8 @@ impl Ingest {
             access,
             known,
             names,
+            novelty: Novelty::default(),
+            salience,
             added: AtomicU64::new(0),
         })
     }
@@ -201,19 +209,17 @@ impl Ingest {
         let now = now_micros();
         let mut records = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let record = new_record(item, now).map_err(|e| {
+            let (mut record, given_salience) = new_record(item, now).map_err(|e| {
                 Error::invalid(if batch {
                     format!("items[{i}]: {e}; nothing was added")
                 } else {
                     e
                 })
             })?;
-            records.push(record);
-        }
-        for r in &mut records {
             // Keyed in an encrypted store, so it matches what is stored.
-            r.content_hash = self.store.content_hash(&r.content);
-            r.entities = self.entities_of(r);
+            record.content_hash = self.store.content_hash(&record.content);
+            self.read_into(&mut record, given_salience);
+            records.push(record);
         }
         let _claim = self.known.claim(&records).await;
         let (fresh, answer, repeated) = self.known.skip_known(&self.store, records).await?;
@@ -221,6 +227,7 @@ impl Ingest {
         if !fresh.is_empty() {
             let mut fresh = fresh;
             self.embed_into(&mut fresh).await?;
+            self.rescore_novelty(&mut fresh).await?;
             let edges = self.linker.link(&fresh, now).await?;
             self.store
                 .writer()
@@ -254,15 +261,6 @@ impl Ingest {
                 Known::New => None,
             })
             .collect())
-    }
-
-    /// The folded names `r`'s text mentions (stored keyed when the store is encrypted).
-    fn entities_of(&self, r: &MemoryRecord) -> Vec<String> {
-        self.names
-            .extract(&r.namespace, &r.content)
-            .into_iter()
-            .map(|m| m.key)
-            .collect()
     }
 
     fn publish_added(&self, records: &[MemoryRecord]) {
@@ -314,9 +312,6 @@ impl Ingest {
         if let Some(content) = p.content {
             new.content_hash = self.store.content_hash(&content);
             new.content = content;
-            if p.salience.is_none() {
-                new.salience = understand::salience(&new.content);
-            }
         }
         if let Some(kind) = p.kind {
             new.kind = kind;
@@ -336,9 +331,13 @@ impl Ingest {
         if let Some(s) = p.salience {
             new.salience = s;
         }
+        if new.content != old.content || occurred_at.is_some() || p.salience.is_some() {
+            // A new time re-resolves "yesterday"; a given salience drops the factors.
+            self.read_into(&mut new, p.salience.is_some());
+        }
         if new.content != old.content {
             self.embed_into(std::slice::from_mut(&mut new)).await?;
-            new.entities = self.entities_of(&new);
+            self.rescore_novelty(std::slice::from_mut(&mut new)).await?;
         }
         old.valid_to = Some(now);
         old.superseded_by = Some(new.id.clone());
@@ -584,7 +583,7 @@ mod tests {
 
     #[test]
     fn defaults_fill_in() {
-        let r = new_record(
+        let (r, given_salience) = new_record(
             AddParams {
                 content: "I love hiking".into(),
                 ..Default::default()
@@ -595,6 +594,6 @@ mod tests {
         assert_eq!(r.namespace, DEFAULT_NAMESPACE);
         assert_eq!((r.created_at, r.valid_from, r.valid_to), (7, 7, None));
         assert_eq!(r.lineage, r.id);
-        assert!(r.salience > 4.0);
+        assert!(!given_salience);
     }
 }

@@ -1,5 +1,5 @@
 //! Recall: vector and full-text candidates, fused, then ranked by relevance, salience,
-//! strength, recency and the entities the query names; then the best few lend part of their
+//! strength, recency, the entities the query names and the time it names; then the best few lend part of their
 //! score to the memories beside them in the graph (which may join the candidates), and all
 //! are ranked again. Every component is kept for `explain`.
 
@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo_protocol::memory::{SearchHit, SearchMode, SearchParams, SearchResult};
-use mnemo_protocol::time::now_micros;
+use mnemo_protocol::time::{now_micros, parse_micros};
 
-pub use rank::{fuse_and_rank, Candidate, RankSettings};
+pub use rank::{fuse_and_rank, time_match, Candidate, RankSettings};
 
 use crate::access::AccessRecorder;
 use crate::config::SearchConfig;
@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::graph::{entity_match, Gazetteer, Graph};
 use crate::store::filter::predicate;
 use crate::store::{col, Pred, Store};
+use crate::understand::dates;
 
 pub const MAX_K: usize = 200;
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
@@ -121,14 +122,24 @@ impl Recall {
         } else {
             Vec::new()
         };
+        // "last week" in a query means the week before the time the store is seen at.
+        let now = now_micros();
+        let seen_at = p.filter.as_of.as_deref().and_then(|t| parse_micros(t).ok());
+        let asked = if self.config.time_weight > 0.0 {
+            dates::find(&p.query, seen_at.unwrap_or(now))
+        } else {
+            None
+        };
         let name_them = |c: &mut Candidate| {
             if !named.is_empty() {
                 c.entity = entity_match(&named, &c.record.entities);
             }
+            if let Some(span) = &asked {
+                c.time = time_match(span.start, span.end, &c.record);
+            }
         };
         candidates.values_mut().for_each(name_them);
         let settings = RankSettings::from_config(&self.config, p.mode);
-        let now = now_micros();
         let mut ranked = fuse_and_rank(candidates.into_values().collect(), &settings, now);
         if self.config.graph_weight > 0.0 && !ranked.is_empty() {
             let mut candidates = self.spread(ranked, &predicate).await?;

@@ -21,6 +21,8 @@ pub struct Candidate {
     /// What it draws from a strong result beside it (`graph::spread`), and that result's id.
     pub graph: f32,
     pub graph_via: Option<String>,
+    /// How well the time it speaks about matches the time the query names ([`time_match`]).
+    pub time: f32,
 }
 
 impl Candidate {
@@ -34,6 +36,7 @@ impl Candidate {
             entity: 0.0,
             graph: 0.0,
             graph_via: None,
+            time: 0.0,
         }
     }
 }
@@ -54,12 +57,13 @@ impl RankSettings {
             mode,
             text_weight: config.text_weight.clamp(0.0, 1.0),
             weights: ScoreWeights {
-                relevance: 0.9,
-                salience: 0.04,
-                strength: 0.03,
-                recency: 0.03,
-                entity: config.entity_weight.max(0.0),
-                graph: config.graph_weight.max(0.0),
+                relevance: config.relevance_weight,
+                salience: config.salience_weight,
+                strength: config.strength_weight,
+                recency: config.recency_weight,
+                entity: config.entity_weight,
+                graph: config.graph_weight,
+                time: config.time_weight,
             },
             recency_half_life_days: config.recency_half_life_days,
         }
@@ -90,6 +94,25 @@ fn relevance(c: &Candidate, max_text: f32, s: &RankSettings) -> f32 {
     }
 }
 
+/// How well a memory's time matches the span `[start, end)` a query names: 1 when the time
+/// its text speaks about (or, without one, when it happened) overlaps it, falling by half for
+/// each span's width it lies away.
+pub fn time_match(start: i64, end: i64, r: &MemoryRecord) -> f32 {
+    let (from, to) = match (r.event_start, r.event_end) {
+        (Some(s), Some(e)) => (s, e),
+        _ => (r.event_time(), r.event_time() + 1),
+    };
+    let gap = if to <= start {
+        start - to
+    } else if from >= end {
+        from - end
+    } else {
+        return 1.0;
+    };
+    let width = (end - start).max(1) as f32;
+    0.5f32.powf(gap as f32 / width)
+}
+
 /// Scores every candidate and sorts them best first.
 pub fn fuse_and_rank(
     candidates: Vec<Candidate>,
@@ -115,7 +138,8 @@ pub fn fuse_and_rank(
                 + w.strength * strength
                 + w.recency * recency
                 + w.entity * c.entity
-                + w.graph * c.graph;
+                + w.graph * c.graph
+                + w.time * c.time;
             let explain = ScoreExplain {
                 vector_rank: c.vector_rank,
                 vector_similarity: c.vector_similarity,
@@ -128,6 +152,8 @@ pub fn fuse_and_rank(
                 entity: c.entity,
                 graph: c.graph,
                 graph_via: c.graph_via.clone(),
+                time: c.time,
+                salience_factors: c.record.salience_factors(),
                 weights: w,
                 score,
             };
@@ -259,6 +285,7 @@ mod tests {
         let mut a = cand("a", Some((1, 0.6)), Some((3, 2.0)));
         a.entity = 0.5;
         a.graph = 0.25;
+        a.time = 0.5;
         let ranked = fuse_and_rank(vec![a], &settings(Fusion::Weighted, SearchMode::Hybrid), 0);
         let e = &ranked[0].1;
         let w = e.weights;
@@ -267,10 +294,46 @@ mod tests {
             + w.strength * e.strength
             + w.recency * e.recency
             + w.entity * e.entity
-            + w.graph * e.graph;
+            + w.graph * e.graph
+            + w.time * e.time;
         assert!(w.graph > 0.0);
         assert!((sum - e.score).abs() < 1e-6);
         assert!((e.relevance - (0.5 * 0.6 + 0.5 * 1.0)).abs() < 1e-6);
         assert_eq!((e.vector_rank, e.text_rank), (Some(1), Some(3)));
+    }
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+    use crate::store::schema::tests::record;
+
+    const DAY: i64 = 86_400_000_000;
+
+    #[test]
+    fn a_memory_in_the_named_time_matches_and_one_far_away_does_not() {
+        // The query names days 10–17 (a week).
+        let (start, end) = (10 * DAY, 17 * DAY);
+        let mut inside = record("in", "x", 4);
+        inside.occurred_at = Some(12 * DAY);
+        inside.event_start = None;
+        inside.event_end = None;
+        let mut speaks_of = record("of", "x", 4);
+        speaks_of.occurred_at = Some(40 * DAY);
+        speaks_of.event_start = Some(16 * DAY);
+        speaks_of.event_end = Some(18 * DAY);
+        let mut week_after = record("after", "x", 4);
+        week_after.occurred_at = Some(24 * DAY);
+        week_after.event_start = None;
+        week_after.event_end = None;
+        let mut year_later = record("later", "x", 4);
+        year_later.occurred_at = Some(400 * DAY);
+        year_later.event_start = None;
+        year_later.event_end = None;
+        assert_eq!(time_match(start, end, &inside), 1.0);
+        assert_eq!(time_match(start, end, &speaks_of), 1.0);
+        let after = time_match(start, end, &week_after);
+        assert!((after - 0.5).abs() < 0.01, "{after}");
+        assert!(time_match(start, end, &year_later) < 0.001);
     }
 }

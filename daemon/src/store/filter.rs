@@ -59,6 +59,28 @@ pub fn predicate_all_versions(filter: &Filter) -> Result<Pred, FilterError> {
     if let Some(t) = time("until", &filter.until)? {
         p = p.and(event_time().lt(t));
     }
+    if let Some(emotion) = filter.emotion {
+        p = p.and(col("emotion_primary").eq(emotion.as_str()));
+    }
+    let valence = [
+        ("min_valence", filter.min_valence),
+        ("max_valence", filter.max_valence),
+    ];
+    for (field, value) in valence {
+        let Some(v) = value else { continue };
+        if !(-1.0..=1.0).contains(&v) {
+            return Err(FilterError {
+                field,
+                message: format!("{v} is outside −1 (unpleasant) – 1 (pleasant)"),
+            });
+        }
+        let column = col("emotion_valence");
+        p = p.and(if field == "min_valence" {
+            column.ge(v)
+        } else {
+            column.le(v)
+        });
+    }
     // Read here too so a bad `as_of` is named whatever the caller does with it.
     time("as_of", &filter.as_of)?;
     Ok(p)
@@ -123,6 +145,25 @@ mod tests {
         let e = predicate(&f).unwrap_err();
         assert_eq!(e.field, "until");
         assert!(e.to_string().starts_with("until: cannot read `soon`"));
+    }
+
+    #[test]
+    fn emotion_and_valence_narrow_and_are_checked() {
+        let f = Filter {
+            emotion: Some(mnemo_protocol::understanding::EmotionKind::Joy),
+            min_valence: Some(0.25),
+            max_valence: Some(1.0),
+            ..Default::default()
+        };
+        let p = predicate(&f).unwrap().sql();
+        assert!(p.contains("emotion_primary = 'joy'"), "{p}");
+        assert!(p.contains("emotion_valence >= 0.25"), "{p}");
+        assert!(p.contains("emotion_valence <= 1"), "{p}");
+        let bad = Filter {
+            max_valence: Some(3.0),
+            ..Default::default()
+        };
+        assert_eq!(predicate(&bad).unwrap_err().field, "max_valence");
     }
 
     #[test]

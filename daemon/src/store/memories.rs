@@ -84,6 +84,29 @@ impl Store {
         self.rows(&batches)
     }
 
+    /// Up to `limit` vectors of the configured model among rows matching `predicate`.
+    pub async fn some_vectors(
+        &self,
+        predicate: &Pred,
+        limit: usize,
+    ) -> Result<Vec<Vec<f32>>, StoreError> {
+        let predicate = predicate
+            .clone()
+            .and(col("embed_model").eq(&self.embed_model));
+        let query = self
+            .memories
+            .query()
+            .filtered(&predicate)
+            .select(Select::columns(&["vector"]))
+            .limit(limit);
+        let batches = Self::collect(query.execute().await?).await?;
+        Ok(batches
+            .iter()
+            .flat_map(from_batch)
+            .map(|r| r.vector)
+            .collect())
+    }
+
     pub async fn get(&self, id: &str) -> Result<Option<MemoryRecord>, StoreError> {
         Ok(self.plain_rows(&col("id").eq(id), Some(1)).await?.pop())
     }

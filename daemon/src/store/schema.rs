@@ -8,13 +8,14 @@ use lancedb::arrow::arrow_array::{Array, ArrayRef, Float32Array, RecordBatch};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use mnemo_protocol::memory::{Memory, MemoryKind};
 use mnemo_protocol::time::format_micros;
+use mnemo_protocol::understanding::{Emotion, EventTime, SalienceFactors};
 
 use super::column::Column;
 use super::StoreError;
 
 /// Bumped whenever the `memories` columns change; recorded in the `meta` table. A table of an
 /// older version gains the new (nullable) columns, all null, when opened.
-pub const MEMORIES_SCHEMA_VERSION: u32 = 3;
+pub const MEMORIES_SCHEMA_VERSION: u32 = 4;
 
 /// How a column goes on the wire (`protocol::memory::Memory`).
 trait Wire<T> {
@@ -90,6 +91,9 @@ macro_rules! memory_columns {
             pub fn to_protocol(&self) -> Memory {
                 Memory {
                     $( $( $name: wire_value!($wire, &self.$name), )? )*
+                    emotion: self.emotion(),
+                    salience_factors: self.salience_factors(),
+                    event: self.event(),
                 }
             }
         }
@@ -139,6 +143,12 @@ memory_columns! {
     terms: Option<String>,
     /// Schema 3: content and metadata are ciphertext (see `seal.rs`).
     sealed: bool,
+    /// Schema 4: what the salience was made of (JSON of `SalienceFactors`); null when the
+    /// salience was given with the memory.
+    salience_factors: Option<String>,
+    /// Schema 4: the time the text speaks about ("last Saturday"), end exclusive.
+    event_start: Option<i64>,
+    event_end: Option<i64>,
 }
 
 fn vector_dim(schema: &Schema) -> Result<i32, StoreError> {
@@ -167,6 +177,37 @@ impl MemoryRecord {
             metadata: "{}".into(),
             ..Default::default()
         }
+    }
+
+    pub fn emotion(&self) -> Option<Emotion> {
+        Some(Emotion {
+            primary: self.emotion_primary.as_deref()?.parse().ok()?,
+            intensity: self.emotion_intensity.unwrap_or_default(),
+            valence: self.emotion_valence.unwrap_or_default(),
+            arousal: self.emotion_arousal.unwrap_or_default(),
+        })
+    }
+
+    pub fn set_emotion(&mut self, e: &Emotion) {
+        self.emotion_primary = Some(e.primary.as_str().to_string());
+        self.emotion_intensity = Some(e.intensity);
+        self.emotion_valence = Some(e.valence);
+        self.emotion_arousal = Some(e.arousal);
+    }
+
+    pub fn salience_factors(&self) -> Option<SalienceFactors> {
+        serde_json::from_str(self.salience_factors.as_deref()?).ok()
+    }
+
+    pub fn set_salience_factors(&mut self, f: Option<&SalienceFactors>) {
+        self.salience_factors = f.map(|f| serde_json::to_string(f).expect("plain numbers"));
+    }
+
+    pub fn event(&self) -> Option<EventTime> {
+        Some(EventTime {
+            start: format_micros(self.event_start?),
+            end: format_micros(self.event_end?),
+        })
     }
 
     /// When the memory happened, for time filters and recency: occurred_at, else created_at.
@@ -274,6 +315,9 @@ pub(crate) mod tests {
             faded_at: Some(3),
             terms: Some("t".into()),
             sealed: false,
+            salience_factors: Some("{}".into()),
+            event_start: Some(4),
+            event_end: Some(5),
         }
     }
 

@@ -283,6 +283,11 @@ static RELATIONS: WordSet = LazyLock::new(|| {
     )
 });
 
+/// A word naming someone close ("sister", "boss", "dog").
+pub fn is_relation(word: &str) -> bool {
+    RELATIONS.contains(word)
+}
+
 static CONNECTORS: WordSet = LazyLock::new(|| word_set("of de del da van von der la le and"));
 
 /// Sentence-start words that are never names.

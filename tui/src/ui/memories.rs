@@ -123,6 +123,24 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, detail: &Detail) {
             m.salience, m.strength, m.access_count
         ),
     ));
+    if let Some(f) = &m.salience_factors {
+        let mut named: Vec<(&str, f32)> = f.named().into_iter().filter(|(_, v)| *v > 0.0).collect();
+        named.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let text: Vec<String> = named.iter().map(|(n, v)| format!("{n} {v:.2}")).collect();
+        lines.push(field("factors", text.join(", ")));
+    }
+    if let Some(e) = &m.emotion {
+        lines.push(field(
+            "emotion",
+            format!(
+                "{}  intensity {:.2}  valence {:+.2}  arousal {:.2}",
+                e.primary, e.intensity, e.valence, e.arousal
+            ),
+        ));
+    }
+    if let Some(t) = &m.event {
+        lines.push(field("speaks of", format!("{} .. {}", t.start, t.end)));
+    }
     if let Some(s) = &m.session_id {
         lines.push(field("session", s.clone()));
     }
@@ -250,7 +268,13 @@ mod tests {
     #[test]
     fn detail_shows_content_metadata_and_history() {
         let mut app = app();
-        let current = memory("b", "I like green tea, now");
+        let mut current = memory("b", "I like green tea, now");
+        current.emotion = Some(mnemo_protocol::understanding::Emotion {
+            primary: mnemo_protocol::understanding::EmotionKind::Joy,
+            intensity: 0.6,
+            valence: 0.8,
+            arousal: 0.6,
+        });
         let mut old = memory("a", "I like tea");
         old.valid_to = Some("2026-11-22T11:00:00Z".into());
         old.superseded_by = Some("b".into());
@@ -263,5 +287,9 @@ mod tests {
         assert!(screen.contains("History (2 versions)"), "{screen}");
         assert!(screen.contains("replaced by b"), "{screen}");
         assert!(screen.contains("salience  6.0  strength 0.80"), "{screen}");
+        assert!(
+            screen.contains("emotion  joy  intensity 0.60  valence +0.80"),
+            "{screen}"
+        );
     }
 }

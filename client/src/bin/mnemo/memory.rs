@@ -7,6 +7,7 @@ use mnemo_protocol::memory::{
     Add, AddParams, Filter, Forget, ForgetParams, Get, GetParams, History, HistoryParams, List,
     ListParams, MemoryKind, Search, SearchMode, SearchParams, Update, UpdateParams,
 };
+use mnemo_protocol::understanding::EmotionKind;
 
 use crate::output::Output;
 use crate::{connect, content_or_stdin};
@@ -122,6 +123,16 @@ pub struct FilterArgs {
     /// See the memories as they were at this time.
     #[arg(long)]
     as_of: Option<String>,
+    /// Only memories whose primary emotion is this (joy, trust, fear, surprise, sadness,
+    /// disgust, anger, anticipation, neutral).
+    #[arg(long)]
+    emotion: Option<EmotionKind>,
+    /// Only memories at least this pleasant (valence −1–1).
+    #[arg(long, allow_negative_numbers = true)]
+    min_valence: Option<f32>,
+    /// Only memories at most this pleasant (valence −1–1).
+    #[arg(long, allow_negative_numbers = true)]
+    max_valence: Option<f32>,
 }
 
 impl FilterArgs {
@@ -135,6 +146,9 @@ impl FilterArgs {
             since: self.since,
             until: self.until,
             as_of: self.as_of,
+            emotion: self.emotion,
+            min_valence: self.min_valence,
+            max_valence: self.max_valence,
         }
     }
 }

@@ -8,6 +8,7 @@ use mnemo_protocol::daemon::{
     ComponentHealth, EncryptionMode, EncryptionStatus, HelloResult, StatusResult,
 };
 use mnemo_protocol::memory::{Memory, SearchResult};
+use mnemo_protocol::understanding::SalienceFactors;
 use serde::Serialize;
 
 pub struct Output {
@@ -134,6 +135,12 @@ impl Output {
                             e.graph_via.as_deref().unwrap_or("?")
                         ));
                     }
+                    if e.time > 0.0 {
+                        lines.push(format!("      time {:.2} (the time the query names)", e.time));
+                    }
+                    if let Some(f) = &e.salience_factors {
+                        lines.push(format!("      salience from {}", factors_text(f)));
+                    }
                 }
             }
             if r.hits.is_empty() {
@@ -182,6 +189,18 @@ fn memory_text(m: &Memory) -> String {
         "salience    {:.1}    strength {:.2}",
         m.salience, m.strength
     ));
+    if let Some(f) = &m.salience_factors {
+        lines.push(format!("  factors   {}", factors_text(f)));
+    }
+    if let Some(e) = &m.emotion {
+        lines.push(format!(
+            "emotion     {} (intensity {:.2}, valence {:+.2}, arousal {:.2})",
+            e.primary, e.intensity, e.valence, e.arousal
+        ));
+    }
+    if let Some(t) = &m.event {
+        lines.push(format!("speaks of   {} .. {}", t.start, t.end));
+    }
     if !m.tags.is_empty() {
         lines.push(format!("tags        {}", m.tags.join(", ")));
     }
@@ -189,6 +208,20 @@ fn memory_text(m: &Memory) -> String {
         lines.push(format!("metadata    {}", m.metadata));
     }
     lines.join("\n")
+}
+
+/// The salience factors that are not 0, strongest first: "novelty 0.82, self_reference 1.00".
+pub fn factors_text(f: &SalienceFactors) -> String {
+    let mut named: Vec<(&str, f32)> = f.named().into_iter().filter(|(_, v)| *v > 0.0).collect();
+    named.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if named.is_empty() {
+        return "no factor".into();
+    }
+    named
+        .iter()
+        .map(|(n, v)| format!("{n} {v:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether memories are encrypted at rest, and what to do when that is not what was asked.
