@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::consolidate::{Consolidation, Consolidator};
 use crate::embed::{self, EmbedService, ReembedProgress};
 use crate::events;
-use crate::graph::{Gazetteer, Graph};
+use crate::graph::{EntityBook, Gazetteer, Graph};
 use crate::hardware::nvml::NvmlProbe;
 use crate::hardware::probe::SysinfoProbe;
 use crate::hardware::{Monitor, Sampler};
@@ -82,12 +82,14 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     ));
     let (access, access_task) = AccessRecorder::start(store.clone());
     let names = Arc::new(Gazetteer::new(store.clone()));
+    let entities = Arc::new(EntityBook::new(store.clone()));
     let ingest = Ingest::start(
         store.clone(),
         embed.clone(),
         events.clone(),
         access.clone(),
         names.clone(),
+        entities.clone(),
         config.salience.clone(),
     )
     .await
@@ -113,6 +115,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         ingest: Arc::new(ingest),
         recall: Arc::new(recall),
         graph,
+        entities: entities.clone(),
         store: store.clone(),
         embed: embed.clone(),
         hardware: monitor.clone(),
@@ -148,6 +151,10 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     tokio::spawn(stop_on_signal(shutdown.clone(), Signals::install()?));
     readiness::announce(options.ready_fd);
 
+    let entity_writer = tokio::spawn(crate::graph::entities::keep_written(
+        entities,
+        shutdown.clone(),
+    ));
     let maintenance = tokio::spawn(store::maintenance::run(
         store.clone(),
         events.clone(),
@@ -202,6 +209,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     // Accesses still queued are written; a purge a forget asked for runs now.
     drop(state);
     let _ = tokio::time::timeout(Duration::from_millis(500), access_task).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), entity_writer).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;
     store.close().await;
     // An activated socket belongs to systemd, which keeps listening for the next start.

@@ -5,6 +5,7 @@
 
 pub mod consolidate;
 pub mod daemon;
+pub mod entity;
 pub mod events;
 pub mod graph;
 pub mod jsonrpc;
@@ -65,6 +66,7 @@ pub fn all_methods() -> Vec<&'static str> {
         consolidate::METHODS,
         events::METHODS,
         graph::METHODS,
+        entity::METHODS,
     ]
     .concat();
     all.sort_unstable();

@@ -65,7 +65,7 @@ impl std::str::FromStr for EmotionKind {
 
 impl std::fmt::Display for EmotionKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

@@ -142,3 +142,156 @@ async fn entities_in_an_encrypted_store_hold_no_name_on_disk() {
         );
     }
 }
+
+async fn list(
+    c: &mut Client,
+    p: mnemo_protocol::entity::ListParams,
+) -> mnemo_protocol::entity::ListResult {
+    c.call::<mnemo_protocol::entity::List>(&p).await.unwrap()
+}
+
+fn entity_names(r: &mnemo_protocol::entity::ListResult) -> Vec<&str> {
+    r.entities.iter().map(|e| e.name.as_str()).collect()
+}
+
+#[tokio::test]
+async fn the_entity_book_lists_describes_survives_a_restart_and_forgets() {
+    use mnemo_protocol::entity::{self, EntitySort, EntityType};
+    let mut daemon = Daemon::start_with(Embedder::Hashed, &[]);
+    let mut c = daemon.client().await;
+    let ns = "chat";
+    let first = add(&mut c, ns, "Caroline: my sister Maria moved to Lisbon").await;
+    add(&mut c, ns, "Caroline: maria's new flat in Lisbon is tiny").await;
+    add(&mut c, ns, "Caroline: Maria and Tomas are painting it").await;
+    add(&mut c, "other", "I talked to Maria from work").await;
+
+    let all = list(
+        &mut c,
+        entity::ListParams {
+            namespace: Some(ns.into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        entity_names(&all)[..2],
+        ["Caroline", "Maria"],
+        "most mentioned first: {all:?}"
+    );
+    let maria = &all.entities[1];
+    assert_eq!(maria.mention_count, 3);
+    assert_eq!(maria.entity_type, EntityType::Person);
+    assert_eq!(maria.relation.as_deref(), Some("sister"));
+    assert!(
+        maria.aliases.contains(&"maria".to_string()),
+        "the lower-case form is an alias: {maria:?}"
+    );
+    let people = list(
+        &mut c,
+        entity::ListParams {
+            namespace: Some(ns.into()),
+            entity_type: Some(EntityType::Person),
+            prefix: Some("MA".into()),
+            sort: EntitySort::Name,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(entity_names(&people), ["Maria"]);
+    let paged = list(
+        &mut c,
+        entity::ListParams {
+            namespace: Some(ns.into()),
+            limit: Some(1),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(paged.entities.len(), 1);
+    assert!(paged.next_cursor.is_some() && paged.total >= 4, "{paged:?}");
+
+    let ambiguous = c
+        .call::<entity::Get>(&entity::GetParams {
+            name: "maria".into(),
+            namespace: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        ambiguous.to_string().contains("several namespaces"),
+        "{ambiguous}"
+    );
+    let got = c
+        .call::<entity::Get>(&entity::GetParams {
+            name: "MARIA".into(),
+            namespace: Some(ns.into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(got.mentions.len(), 3);
+    assert!(got.mentions.iter().any(|m| m.memory_id == first));
+    let with: Vec<(&str, u64)> = got
+        .related
+        .iter()
+        .map(|r| (r.name.as_str(), r.together))
+        .collect();
+    assert!(with.contains(&("Lisbon", 2)), "{with:?}");
+    assert!(with.contains(&("Tomas", 1)), "{with:?}");
+
+    // Written to the entities table: a restart knows them.
+    daemon.stop();
+    daemon.restart();
+    let mut c = daemon.client().await;
+    let again = list(
+        &mut c,
+        entity::ListParams {
+            namespace: Some(ns.into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(again.entities, all.entities);
+
+    // Forgotten, Tomas is mentioned by nothing and goes; Maria counts one mention fewer.
+    let tomas_turn = c
+        .call::<Search>(&SearchParams {
+            query: "Tomas painting".into(),
+            k: Some(1),
+            filter: Filter {
+                namespace: Some(ns.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .hits[0]
+        .memory
+        .id
+        .clone();
+    c.call::<Forget>(&ForgetParams {
+        ids: vec![tomas_turn],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let after = list(
+        &mut c,
+        entity::ListParams {
+            namespace: Some(ns.into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(!entity_names(&after).contains(&"Tomas"), "{after:?}");
+    let maria = after.entities.iter().find(|e| e.name == "Maria").unwrap();
+    assert_eq!(maria.mention_count, 2);
+    let gone = c
+        .call::<entity::Get>(&entity::GetParams {
+            name: "tomas".into(),
+            namespace: Some(ns.into()),
+        })
+        .await
+        .unwrap_err();
+    assert!(gone.to_string().contains("no memory"), "{gone}");
+}

@@ -17,7 +17,7 @@ use crate::config::SalienceConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
-use crate::graph::{Gazetteer, Linker};
+use crate::graph::{EntityBook, Gazetteer, Linker};
 use crate::store::filter::predicate_all_versions;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 
@@ -40,6 +40,8 @@ pub struct Ingest {
     names: Arc<Gazetteer>,
     /// The edges new memories bring.
     linker: Linker,
+    /// What the store knows of each entity.
+    entities: Arc<EntityBook>,
     /// How unlike what is stored a new memory is (a salience factor).
     novelty: Novelty,
     salience: SalienceConfig,
@@ -150,12 +152,14 @@ impl Ingest {
         events: EventBus,
         access: AccessRecorder,
         names: Arc<Gazetteer>,
+        entities: Arc<EntityBook>,
         salience: SalienceConfig,
     ) -> std::result::Result<Self, StoreError> {
         let known = KnownContent::default();
         let count = known.load(&store).await?;
-        let entities = names.load().await?;
-        tracing::debug!("{count} current memories, {entities} entity names");
+        let named = names.load().await?;
+        let book = entities.load().await?;
+        tracing::debug!("{count} current memories, {named} entity names, {book} entities");
         Ok(Self {
             linker: Linker::new(store.clone()),
             store,
@@ -164,6 +168,7 @@ impl Ingest {
             access,
             known,
             names,
+            entities,
             novelty: Novelty::default(),
             salience,
             added: AtomicU64::new(0),
@@ -175,6 +180,7 @@ impl Ingest {
         let sealed = self.store.encrypt().await?;
         self.known.load(&self.store).await?;
         self.names.load().await?;
+        self.entities.rekey().await?;
         Ok(sealed)
     }
 
@@ -208,6 +214,7 @@ impl Ingest {
         }
         let now = now_micros();
         let mut records = Vec::with_capacity(items.len());
+        let mut mentions = std::collections::HashMap::new();
         for (i, item) in items.into_iter().enumerate() {
             let (mut record, given_salience) = new_record(item, now).map_err(|e| {
                 Error::invalid(if batch {
@@ -218,7 +225,10 @@ impl Ingest {
             })?;
             // Keyed in an encrypted store, so it matches what is stored.
             record.content_hash = self.store.content_hash(&record.content);
-            self.read_into(&mut record, given_salience);
+            mentions.insert(
+                record.id.clone(),
+                self.read_into(&mut record, given_salience),
+            );
             records.push(record);
         }
         let _claim = self.known.claim(&records).await;
@@ -243,6 +253,11 @@ impl Ingest {
                 self.known.insert(r);
             }
             self.names.add(&fresh);
+            let named: Vec<_> = fresh
+                .iter()
+                .map(|r| mentions.remove(&r.id).unwrap_or_default())
+                .collect();
+            self.entities.added(&fresh, &named);
             self.added.fetch_add(fresh.len() as u64, Ordering::Relaxed);
             self.publish_added(&fresh);
             let mut fresh = fresh.into_iter();
@@ -331,9 +346,10 @@ impl Ingest {
         if let Some(s) = p.salience {
             new.salience = s;
         }
+        let mut mentions = None;
         if new.content != old.content || occurred_at.is_some() || p.salience.is_some() {
             // A new time re-resolves "yesterday"; a given salience drops the factors.
-            self.read_into(&mut new, p.salience.is_some());
+            mentions = Some(self.read_into(&mut new, p.salience.is_some()));
         }
         if new.content != old.content {
             self.embed_into(std::slice::from_mut(&mut new)).await?;
@@ -369,6 +385,10 @@ impl Ingest {
         }
         self.names.remove([&old]);
         self.names.add([&new]);
+        if let Some(mentions) = mentions {
+            self.entities.removed([&old]);
+            self.entities.added(std::slice::from_ref(&new), &[mentions]);
+        }
         let _ = self.events.send(Event::MemoryUpdated {
             id: new.id.clone(),
             replaces: old.id,
@@ -438,6 +458,7 @@ impl Ingest {
             "namespace",
             "entities",
             "valid_to",
+            "salience",
         ];
         let mut rows = store.columns_of(&predicate, &columns).await?;
         let mut ids: std::collections::BTreeSet<String> =
@@ -477,6 +498,8 @@ impl Ingest {
         let deleted = writer.submit(WriteOp::Delete(full)).await?;
         self.names
             .remove(rows.iter().filter(|r| r.valid_to.is_none()));
+        self.entities
+            .removed(rows.iter().filter(|r| r.valid_to.is_none()));
         if !summaries.is_empty() {
             writer
                 .submit(WriteOp::Update {

@@ -30,10 +30,16 @@ pub fn apply(
 }
 
 impl Ingest {
-    /// The entities `r`'s text names, keyed as the store keys them, then [`apply`].
-    pub(super) fn read_into(&self, r: &mut MemoryRecord, given_salience: bool) {
+    /// The entities `r`'s text names, then [`apply`]; answers the mentions, for the entity
+    /// book once the memory is stored.
+    pub(super) fn read_into(
+        &self,
+        r: &mut MemoryRecord,
+        given_salience: bool,
+    ) -> Vec<understand::entities::Mention> {
         let mentions = self.names.extract(&r.namespace, &r.content);
         apply(r, &mentions, given_salience, &self.salience);
+        mentions
     }
 
     /// Scores the novelty of embedded records against their namespaces and rescores their

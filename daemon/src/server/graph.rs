@@ -79,8 +79,12 @@ async fn resolve(
     }
 }
 
-/// Labels and depths for the nodes of a walk: a memory's first line, an entity's key.
-async fn describe(engine: &State, nodes: &[(Node, usize)]) -> Result<Vec<NodeInfo>, RpcError> {
+/// Labels and depths for the nodes of a walk: a memory's first line, an entity's name.
+async fn describe(
+    engine: &State,
+    namespace: &str,
+    nodes: &[(Node, usize)],
+) -> Result<Vec<NodeInfo>, RpcError> {
     let lineages: Vec<String> = nodes
         .iter()
         .filter(|(n, _)| n.kind == NodeKind::Memory)
@@ -103,7 +107,10 @@ async fn describe(engine: &State, nodes: &[(Node, usize)]) -> Result<Vec<NodeInf
         .map(|(node, depth)| NodeInfo {
             label: match node.kind {
                 NodeKind::Memory => texts.get(&node.id).cloned().unwrap_or_default(),
-                NodeKind::Entity => node.id.clone(),
+                NodeKind::Entity => engine
+                    .entities
+                    .by_key(namespace, &node.id)
+                    .map_or_else(|| node.id.clone(), |e| e.name),
             },
             node: node.clone(),
             depth: *depth,
@@ -138,7 +145,7 @@ async fn neighbors(engine: Arc<State>, p: NeighborsParams) -> Result<NeighborsRe
         ))));
     }
     Ok(NeighborsResult {
-        nodes: describe(&engine, &reached.nodes).await?,
+        nodes: describe(&engine, &namespace, &reached.nodes).await?,
         edges: reached.edges.iter().map(|e| e.to_protocol()).collect(),
         truncated: reached.truncated,
     })
@@ -179,7 +186,7 @@ async fn path(engine: Arc<State>, p: PathParams) -> Result<PathResult, RpcError>
     let with_depth: Vec<(Node, usize)> =
         nodes.into_iter().enumerate().map(|(i, n)| (n, i)).collect();
     Ok(PathResult {
-        nodes: describe(&engine, &with_depth).await?,
+        nodes: describe(&engine, &namespace, &with_depth).await?,
         edges: edges.iter().map(|e| e.to_protocol()).collect(),
         cost: Some(cost),
     })

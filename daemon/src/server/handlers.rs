@@ -48,6 +48,7 @@ pub fn router() -> Router {
         .register::<system::SystemBudget, _, _>(system_budget);
     super::consolidate::register(&mut r);
     super::graph::register(&mut r);
+    super::entity::register(&mut r);
     r.register_session::<Subscribe, _, _>(|_state, session, p: TopicsParams| async move {
         Ok::<_, RpcError>(session.subscribe(p))
     })

@@ -4,6 +4,7 @@
 mod budget;
 mod connection;
 mod consolidate;
+mod entity;
 mod frame;
 mod graph;
 mod handlers;

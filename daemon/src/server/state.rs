@@ -11,7 +11,7 @@ use crate::consolidate::Consolidation;
 use crate::embed::EmbedService;
 use crate::error::Error;
 use crate::events::EventBus;
-use crate::graph::Graph;
+use crate::graph::{EntityBook, Graph};
 use crate::hardware::Monitor;
 use crate::ingest::Ingest;
 use crate::recall::Recall;
@@ -32,6 +32,7 @@ pub struct State {
     pub ingest: Arc<Ingest>,
     pub recall: Arc<Recall>,
     pub graph: Arc<Graph>,
+    pub entities: Arc<EntityBook>,
     pub store: Arc<Store>,
     pub embed: EmbedService,
     pub hardware: Arc<Monitor>,

@@ -10,6 +10,7 @@ use lancedb::arrow::arrow_array::{
     StringArray,
 };
 use lancedb::arrow::arrow_schema::{DataType, Field};
+use mnemo_protocol::entity::EntityType;
 use mnemo_protocol::graph::{EdgeType, NodeKind};
 use mnemo_protocol::memory::MemoryKind;
 
@@ -192,6 +193,7 @@ macro_rules! named_column {
 named_column!(MemoryKind);
 named_column!(EdgeType);
 named_column!(NodeKind);
+named_column!(EntityType);
 
 /// Declares the row type of a table without vectors from its columns (`name: Type`, each a
 /// [`Column`]): the struct, its Arrow schema and both batch conversions.

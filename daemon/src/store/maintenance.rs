@@ -138,20 +138,23 @@ impl Store {
         Ok(done)
     }
 
-    /// Removes forgotten content from old versions and index files now: the memories', and
-    /// the edges' (a forgotten memory's edges name what it mentioned).
+    /// Removes forgotten content from old versions and index files now: the memories', the
+    /// edges' and the entities' (a forgotten memory's edges and entities name what it
+    /// mentioned).
     pub async fn purge(&self) -> Result<u64, StoreError> {
-        let versions = self.writer.submit(WriteOp::Purge).await?;
-        let edges = self.edges.table().clone();
+        let mut versions = self.writer.submit(WriteOp::Purge).await?;
         let writer = &self.writer;
-        writer
-            .optimize(edges.clone(), writer::rewrite_without_deleted())
-            .await?;
-        // Runs in the writer's turn, so unverified files may go too.
-        let pruned = writer
-            .optimize(edges, writer::prune_every_old_version())
-            .await?;
-        Ok(versions + pruned.prune.map(|p| p.old_versions).unwrap_or(0))
+        for table in [self.edges.table(), self.entities.table()] {
+            writer
+                .optimize(table.clone(), writer::rewrite_without_deleted())
+                .await?;
+            // Runs in the writer's turn, so unverified files may go too.
+            let pruned = writer
+                .optimize(table.clone(), writer::prune_every_old_version())
+                .await?;
+            versions += pruned.prune.map(|p| p.old_versions).unwrap_or(0);
+        }
+        Ok(versions)
     }
 }
 

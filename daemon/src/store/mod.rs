@@ -5,6 +5,7 @@ mod column;
 mod counts;
 pub mod edges;
 mod encryption;
+pub mod entities;
 pub mod filter;
 pub mod keystore;
 pub mod maintenance;
@@ -99,6 +100,7 @@ pub struct Store {
     system: system::SystemTables,
     runs: runs::RunTables,
     edges: edges::EdgeTable,
+    entities: entities::EntityTable,
     schema: SchemaRef,
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -149,6 +151,7 @@ impl Store {
         let system = system::SystemTables::open(&db, &names).await?;
         let runs = runs::RunTables::open(&db, &names).await?;
         let edges = edges::EdgeTable::open(&db, &names).await?;
+        let entities = entities::EntityTable::open(&db, &names).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
             .await?
             .and_then(|v| v.parse().ok())
@@ -201,6 +204,7 @@ impl Store {
             system,
             runs,
             edges,
+            entities,
             schema,
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
@@ -273,6 +277,10 @@ impl Store {
         &self.edges
     }
 
+    pub fn entities(&self) -> &entities::EntityTable {
+        &self.entities
+    }
+
     /// A value from the `meta` table (schema version, embedder, watermarks).
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         read_meta(&self.meta, key).await
@@ -309,6 +317,7 @@ impl Store {
             self.runs.runs.clone(),
             self.runs.access_log.clone(),
             self.edges.table().clone(),
+            self.entities.table().clone(),
             self.meta.clone(),
         ]
     }

@@ -224,6 +224,32 @@ impl Sealing {
         }
     }
 
+    /// A short text of another table's row (an entity's name) as stored: sealed to that row
+    /// and column when sealing is on, else as it is. The flag says which.
+    pub fn seal_label(&self, row: &str, column: &str, plain: &str) -> (String, bool) {
+        match self.sealing_keys() {
+            Some(keys) => (keys.seal_text(row, column, plain), true),
+            None => (plain.to_string(), false),
+        }
+    }
+
+    /// A text [`Sealing::seal_label`] stored, in the clear.
+    pub fn open_label(
+        &self,
+        row: &str,
+        column: &str,
+        stored: &str,
+        sealed: bool,
+    ) -> Result<String, StoreError> {
+        if !sealed {
+            return Ok(stored.to_string());
+        }
+        let keys = self.keys().ok_or_else(|| {
+            StoreError::Key(format!("{column} of {row} is sealed and no key is loaded"))
+        })?;
+        keys.open_text(row, column, stored)
+    }
+
     /// What makes two texts the same memory in this store.
     pub fn content_hash(&self, content: &str) -> String {
         match self.sealing_keys() {

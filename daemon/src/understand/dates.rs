@@ -353,6 +353,11 @@ pub fn find(text: &str, said_at: i64) -> Option<DateSpan> {
         .iter()
         .any(|w| FUTURE_WORDS.contains(w) || w.ends_with("'ll"));
     for i in 0..words.len() {
+        let deadline = words[i.saturating_sub(2)..=i]
+            .iter()
+            .any(|w| DEADLINE_WORDS.contains(w));
+        // A limit lies ahead: "by Friday" is the coming one.
+        let future = future || deadline;
         let Some(reading) = reading(&words[i..], future) else {
             continue;
         };
@@ -361,9 +366,6 @@ pub fn find(text: &str, said_at: i64) -> Option<DateSpan> {
         };
         let (start, end) = span(date, reading.grain);
         let last = (i + reading.width).min(tokens.len()) - 1;
-        let deadline = words[i.saturating_sub(2)..=i]
-            .iter()
-            .any(|w| DEADLINE_WORDS.contains(w));
         return Some(DateSpan {
             start,
             end,

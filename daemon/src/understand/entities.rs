@@ -13,17 +13,8 @@ fn word_set(words: &'static str) -> HashSet<&'static str> {
     words.split_whitespace().collect()
 }
 
-/// What kind of thing an entity is (ARCHITECTURE §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EntityKind {
-    Person,
-    Place,
-    Organization,
-    Project,
-    Event,
-    Concept,
-    Time,
-}
+/// What kind of thing an entity is (ARCHITECTURE §3): the protocol's type.
+pub use mnemo_protocol::entity::EntityType as EntityKind;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mention {
@@ -288,7 +279,8 @@ pub fn is_relation(word: &str) -> bool {
     RELATIONS.contains(word)
 }
 
-static CONNECTORS: WordSet = LazyLock::new(|| word_set("of de del da van von der la le and"));
+// Not "and": "Maria and Tomas" is two people far more often than one firm.
+static CONNECTORS: WordSet = LazyLock::new(|| word_set("of de del da van von der la le"));
 
 /// Sentence-start words that are never names.
 static COMMON: WordSet = LazyLock::new(|| {

@@ -4,6 +4,7 @@ mod bench;
 mod consolidate;
 mod doctor;
 mod encrypt;
+mod entity;
 mod graph;
 mod memory;
 mod output;
@@ -56,6 +57,11 @@ enum Command {
     /// What a memory or an entity is linked to (`mnemo graph <id>`, `mnemo graph entity:Maria`),
     /// and the strongest path between two (`mnemo graph path A B`).
     Graph(graph::GraphArgs),
+    /// Who and what the memories mention, most mentioned first (`--type person`,
+    /// `--prefix ma`, `--sort recent`).
+    Entities(entity::EntitiesArgs),
+    /// One entity: its forms, the memories that mention it, the entities mentioned with it.
+    Entity(entity::EntityArgs),
     /// Measure ingest, search latency and retrieval quality through the socket.
     Bench(bench::BenchArgs),
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
@@ -127,6 +133,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args, &socket).await?,
         Command::Consolidate(args) => consolidate::run(args, &socket, &out).await?,
         Command::Graph(args) => graph::run(args, &socket, &out).await?,
+        Command::Entities(args) => entity::list(args, &socket, &out).await?,
+        Command::Entity(args) => entity::get(args, &socket, &out).await?,
         Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
     }

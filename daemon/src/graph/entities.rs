@@ -1,0 +1,374 @@
+//! The entity book: what the store knows of each entity its memories mention, kept in
+//! memory and written to the `entities` table (`store::entities`) about once a second, so
+//! ingest never waits on it. Ingest tells it what new memories mention; update and forget
+//! what current memories stopped mentioning. An entity no current memory mentions is removed.
+//!
+//! It is derived data: a crash can lose the last second of counts, and a store older than
+//! the table is read once from its memories at start ([`EntityBook::load`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mnemo_protocol::entity::{Entity, EntitySort, EntityType, ListParams, MAX_LIST};
+use mnemo_protocol::time::format_micros;
+
+use crate::shutdown::Shutdown;
+use crate::store::entities::{entity_id, EntityRecord};
+use crate::store::filter::current;
+use crate::store::{MemoryRecord, Store, StoreError};
+use crate::understand::entities::{extract, fold, Mention};
+
+/// How often what changed is written.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, PartialEq)]
+struct Known {
+    namespace: String,
+    /// As stored: the folded name, keyed in an encrypted store.
+    key: String,
+    entity_type: EntityType,
+    /// Written forms and how often each was written.
+    forms: BTreeMap<String, u32>,
+    relation: Option<String>,
+    mentions: i64,
+    first_seen: i64,
+    last_seen: i64,
+    salience_sum: f32,
+    merged_into: Option<String>,
+}
+
+impl Known {
+    /// The form written most often; the longer on a tie ("Maria" over "maria" is a tie broken
+    /// by capitals, since upper case sorts first).
+    fn name(&self) -> String {
+        self.forms
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(form, _)| form.clone())
+            .unwrap_or_else(|| self.key.clone())
+    }
+
+    fn to_protocol(&self) -> Entity {
+        Entity {
+            id: self.key.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name(),
+            entity_type: self.entity_type,
+            aliases: self.forms.keys().cloned().collect(),
+            relation: self.relation.clone(),
+            mention_count: self.mentions.max(0) as u64,
+            first_seen: format_micros(self.first_seen),
+            last_seen: format_micros(self.last_seen),
+            salience: self.salience_sum / self.mentions.max(1) as f32,
+            merged_into: self.merged_into.clone(),
+        }
+    }
+}
+
+/// Kinds a later mention may correct: a name first seen as a concept ("Maria" opening a
+/// sentence) is a person once a relation or speaker line says so.
+fn better_type(old: EntityType, new: EntityType) -> EntityType {
+    if old == EntityType::Concept {
+        new
+    } else {
+        old
+    }
+}
+
+#[derive(Default)]
+struct Book {
+    entities: HashMap<String, Known>,
+    /// Ids changed since the last flush.
+    dirty: HashSet<String>,
+}
+
+pub struct EntityBook {
+    store: Arc<Store>,
+    book: Mutex<Book>,
+}
+
+impl EntityBook {
+    pub fn new(store: Arc<Store>) -> Self {
+        Self {
+            store,
+            book: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads the table; when it is empty and memories mention entities (a store older than
+    /// the table), reads them from the current memories' texts once.
+    pub async fn load(&self) -> Result<usize, StoreError> {
+        let rows = self.store.entities().rows(&crate::store::Pred::All).await?;
+        let sealing = self.store.sealing();
+        let mut entities = HashMap::new();
+        for r in rows {
+            let name = sealing.open_label(&r.id, "name", &r.name, r.sealed)?;
+            let aliases = sealing.open_label(&r.id, "aliases", &r.aliases, r.sealed)?;
+            let mut forms: BTreeMap<String, u32> =
+                serde_json::from_str(&aliases).unwrap_or_default();
+            forms.entry(name).or_insert(1);
+            entities.insert(
+                r.id.clone(),
+                Known {
+                    namespace: r.namespace,
+                    key: r.key,
+                    entity_type: r.entity_type,
+                    forms,
+                    relation: r.relation,
+                    mentions: r.mention_count,
+                    first_seen: r.first_seen,
+                    last_seen: r.last_seen,
+                    salience_sum: r.salience_sum,
+                    merged_into: r.merged_into,
+                },
+            );
+        }
+        let found = entities.len();
+        self.lock().entities = entities;
+        if found == 0 {
+            return self.read_memories().await;
+        }
+        Ok(found)
+    }
+
+    /// Every current memory's mentions, from its text (names learned on the way count).
+    async fn read_memories(&self) -> Result<usize, StoreError> {
+        let rows = self
+            .store
+            .columns_of(
+                &current(),
+                &[
+                    "id",
+                    "namespace",
+                    "content",
+                    "salience",
+                    "occurred_at",
+                    "created_at",
+                ],
+            )
+            .await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        tracing::info!("reading the entities of {} memories once", rows.len());
+        let mut known: HashMap<String, HashSet<String>> = HashMap::new();
+        for r in &rows {
+            let names = known.entry(r.namespace.clone()).or_default();
+            let mentions = extract(&r.content, &|k| names.contains(k));
+            names.extend(mentions.iter().map(|m| m.key.clone()));
+            self.added(std::slice::from_ref(r), &[mentions]);
+        }
+        Ok(self.lock().entities.len())
+    }
+
+    /// New current memories and what each mentions (`mentions[i]` for `records[i]`; keys
+    /// folded, not yet keyed).
+    pub fn added(&self, records: &[MemoryRecord], mentions: &[Vec<Mention>]) {
+        let mut book = self.lock();
+        for (r, mentions) in records.iter().zip(mentions) {
+            let at = r.event_time();
+            for m in mentions {
+                let key = self.store.entity_key(&m.key);
+                let id = entity_id(&r.namespace, &key);
+                let known = book.entities.entry(id.clone()).or_insert_with(|| Known {
+                    namespace: r.namespace.clone(),
+                    key,
+                    entity_type: m.kind,
+                    forms: BTreeMap::new(),
+                    relation: None,
+                    mentions: 0,
+                    first_seen: at,
+                    last_seen: at,
+                    salience_sum: 0.0,
+                    merged_into: None,
+                });
+                *known.forms.entry(m.name.clone()).or_default() += 1;
+                known.entity_type = better_type(known.entity_type, m.kind);
+                if known.relation.is_none() {
+                    known.relation = m.relation.clone();
+                }
+                known.mentions += 1;
+                known.first_seen = known.first_seen.min(at);
+                known.last_seen = known.last_seen.max(at);
+                known.salience_sum += r.salience;
+                book.dirty.insert(id);
+            }
+        }
+    }
+
+    /// Current memories that stopped being current (replaced or forgotten); their `entities`
+    /// as stored.
+    pub fn removed<'a>(&self, records: impl IntoIterator<Item = &'a MemoryRecord>) {
+        let mut book = self.lock();
+        for r in records {
+            for key in &r.entities {
+                let id = entity_id(&r.namespace, key);
+                if let Some(known) = book.entities.get_mut(&id) {
+                    known.mentions -= 1;
+                    known.salience_sum = (known.salience_sum - r.salience).max(0.0);
+                    book.dirty.insert(id);
+                }
+            }
+        }
+    }
+
+    /// Writes what changed: entities still mentioned, and removes those no memory mentions.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let (rows, gone) = {
+            let mut book = self.lock();
+            let dirty: Vec<String> = book.dirty.drain().collect();
+            let mut rows = Vec::new();
+            let mut gone = Vec::new();
+            for id in dirty {
+                match book.entities.get(&id) {
+                    Some(k) if k.mentions > 0 => rows.push(self.row(&id, k)),
+                    _ => {
+                        book.entities.remove(&id);
+                        gone.push(id);
+                    }
+                }
+            }
+            (rows, gone)
+        };
+        let entities = self.store.entities();
+        let writer = self.store.writer();
+        if !rows.is_empty() {
+            writer.submit(entities.upsert(&rows)?).await?;
+        }
+        for chunk in gone.chunks(1000) {
+            writer.submit(entities.delete_ids(chunk)).await?;
+        }
+        Ok(())
+    }
+
+    fn row(&self, id: &str, k: &Known) -> EntityRecord {
+        let sealing = self.store.sealing();
+        let (name, sealed) = sealing.seal_label(id, "name", &k.name());
+        let forms = serde_json::to_string(&k.forms).expect("names and counts");
+        let (aliases, _) = sealing.seal_label(id, "aliases", &forms);
+        EntityRecord {
+            id: id.to_string(),
+            namespace: k.namespace.clone(),
+            key: k.key.clone(),
+            entity_type: k.entity_type,
+            name,
+            aliases,
+            relation: k.relation.clone(),
+            mention_count: k.mentions,
+            first_seen: k.first_seen,
+            last_seen: k.last_seen,
+            salience_sum: k.salience_sum,
+            merged_into: k.merged_into.clone(),
+            sealed,
+        }
+    }
+
+    /// After `mnemo encrypt`: every entity keyed and sealed, the plain rows gone.
+    pub async fn rekey(&self) -> Result<(), StoreError> {
+        {
+            let mut book = self.lock();
+            let old = std::mem::take(&mut book.entities);
+            for (_, mut k) in old {
+                k.key = self.store.entity_key(&k.key);
+                let id = entity_id(&k.namespace, &k.key);
+                book.dirty.insert(id.clone());
+                book.entities.insert(id, k);
+            }
+        }
+        let writer = self.store.writer();
+        writer.submit(self.store.entities().delete_all()).await?;
+        self.flush().await
+    }
+
+    /// A page of entities (`cursor` is the offset of the next page).
+    pub fn list(&self, p: &ListParams) -> Result<(Vec<Entity>, u64, Option<String>), String> {
+        let limit = p.limit.unwrap_or(50);
+        if limit == 0 || limit > MAX_LIST {
+            return Err(format!("limit is {limit}; it must be 1–{MAX_LIST}"));
+        }
+        let offset: usize = match &p.cursor {
+            Some(c) => c
+                .parse()
+                .map_err(|_| format!("cursor `{c}` is not one this method gave"))?,
+            None => 0,
+        };
+        let prefix = p.prefix.as_deref().map(fold);
+        let book = self.lock();
+        let mut found: Vec<&Known> = book
+            .entities
+            .values()
+            .filter(|k| k.mentions > 0)
+            .filter(|k| p.namespace.as_ref().is_none_or(|ns| *ns == k.namespace))
+            .filter(|k| p.entity_type.is_none_or(|t| t == k.entity_type))
+            .filter(|k| {
+                prefix.as_ref().is_none_or(|pre| {
+                    k.forms
+                        .keys()
+                        .any(|form| fold(form).starts_with(pre.as_str()))
+                })
+            })
+            .collect();
+        match p.sort {
+            EntitySort::Mentions => found.sort_by(|a, b| {
+                b.mentions
+                    .cmp(&a.mentions)
+                    .then(b.last_seen.cmp(&a.last_seen))
+            }),
+            EntitySort::Recent => found.sort_by_key(|k| std::cmp::Reverse(k.last_seen)),
+            EntitySort::Name => found.sort_by_key(|k| fold(&k.name())),
+        }
+        let total = found.len() as u64;
+        let page: Vec<Entity> = found
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|k| k.to_protocol())
+            .collect();
+        let next = (offset + limit < found.len()).then(|| (offset + limit).to_string());
+        Ok((page, total, next))
+    }
+
+    /// The entities of `namespace` (or of every namespace) named `name` in any of its forms.
+    pub fn named(&self, namespace: Option<&str>, name: &str) -> Vec<Entity> {
+        let key = self.store.entity_key(&fold(name));
+        self.lock()
+            .entities
+            .values()
+            .filter(|k| k.key == key && k.mentions > 0)
+            .filter(|k| namespace.is_none_or(|ns| ns == k.namespace))
+            .map(Known::to_protocol)
+            .collect()
+    }
+
+    /// Names by key, for the related entities of `namespace`.
+    pub fn by_key(&self, namespace: &str, key: &str) -> Option<Entity> {
+        self.lock()
+            .entities
+            .get(&entity_id(namespace, key))
+            .filter(|k| k.mentions > 0)
+            .map(Known::to_protocol)
+    }
+}
+
+/// Writes what changed about once a second, and once more at shutdown.
+pub async fn keep_written(book: Arc<EntityBook>, shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(FLUSH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.requested() => break,
+        }
+        if let Err(e) = book.flush().await {
+            tracing::warn!("entities not written (tried again in a second): {e}");
+        }
+    }
+    if let Err(e) = book.flush().await {
+        tracing::warn!("entities not written at shutdown: {e}");
+    }
+}
