@@ -99,6 +99,9 @@ pub struct SearchState {
 pub struct Detail {
     pub memory: Memory,
     pub history: Vec<Memory>,
+    /// Its edges, strongest first: type, weight and what is at the other end (an entity's
+    /// name, a memory's first line).
+    pub links: Vec<(String, f32, String)>,
 }
 
 /// Adds and searches per minute, from the daemon's counters between two status polls.

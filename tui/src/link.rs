@@ -9,6 +9,7 @@ use mnemo_client::{Client, ClientError};
 use mnemo_protocol::consolidate::{self, RunsParams};
 use mnemo_protocol::daemon::{Hello, HelloParams, Status};
 use mnemo_protocol::events::{Subscribe, TopicsParams};
+use mnemo_protocol::graph;
 use mnemo_protocol::memory::{History, HistoryParams, List, ListParams, Search, SearchParams};
 use mnemo_protocol::system::{
     Processes, ProcessesParams, Profile, SystemBudget, SystemHistory, SystemHistoryParams,
@@ -265,6 +266,7 @@ async fn execute(calls: &mut Client, command: Command) -> Result<Update, ClientE
                     .cloned();
                 match memory {
                     Some(memory) => Update::Detail(Ok(Box::new(Detail {
+                        links: links(calls, &memory.id).await,
                         memory,
                         history: h.versions,
                     }))),
@@ -285,4 +287,41 @@ async fn execute(calls: &mut Client, command: Command) -> Result<Update, ClientE
             Err(e) => Update::Message(shown(e)?),
         },
     })
+}
+
+/// A memory's edges for its detail view, strongest first; none when the graph cannot say.
+async fn links(calls: &mut Client, id: &str) -> Vec<(String, f32, String)> {
+    let params = graph::NeighborsParams {
+        node: graph::Node::memory(id),
+        namespace: None,
+        types: Vec::new(),
+        min_weight: None,
+        depth: None,
+        limit: Some(20),
+    };
+    let Ok(r) = calls.call::<graph::Neighbors>(&params).await else {
+        return Vec::new();
+    };
+    let start = r.nodes.first().map(|n| n.node.clone());
+    let label = |node: &graph::Node| {
+        r.nodes
+            .iter()
+            .find(|n| n.node == *node)
+            .map(|n| n.label.clone())
+            .unwrap_or_else(|| node.id.clone())
+    };
+    let mut links: Vec<(String, f32, String)> = r
+        .edges
+        .iter()
+        .map(|e| {
+            let other = if Some(&e.src) == start.as_ref() {
+                &e.dst
+            } else {
+                &e.src
+            };
+            (e.edge_type.to_string(), e.weight, label(other))
+        })
+        .collect();
+    links.sort_by(|a, b| b.1.total_cmp(&a.1));
+    links
 }

@@ -162,6 +162,17 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, detail: &Detail) {
     if m.metadata.as_object().is_some_and(|o| !o.is_empty()) {
         lines.push(field("metadata", m.metadata.to_string()));
     }
+    if !detail.links.is_empty() {
+        lines.push(Line::from(""));
+        lines.push(Line::from(
+            format!("Linked ({})", detail.links.len()).bold(),
+        ));
+        for (edge_type, weight, other) in &detail.links {
+            lines.push(Line::from(format!(
+                "  {edge_type:<18} {weight:.2}  {other}"
+            )));
+        }
+    }
     lines.push(Line::from(""));
     lines.push(Line::from(
         format!("History ({} versions)", detail.history.len()).bold(),
@@ -281,6 +292,7 @@ mod tests {
         app.apply(Update::Detail(Ok(Box::new(crate::app::Detail {
             memory: current.clone(),
             history: vec![old, current],
+            links: vec![("MENTIONS".into(), 1.0, "Maria".into())],
         }))));
         let screen = render(&app, 80, 24);
         assert!(screen.contains("I like green tea, now"), "{screen}");
@@ -291,5 +303,7 @@ mod tests {
             screen.contains("emotion  joy  intensity 0.60  valence +0.80"),
             "{screen}"
         );
+        assert!(screen.contains("MENTIONS"), "{screen}");
+        assert!(screen.contains("1.00  Maria"), "{screen}");
     }
 }
