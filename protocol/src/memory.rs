@@ -128,6 +128,9 @@ pub struct Memory {
     /// The time the text speaks about ("last Saturday"), when it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<EventTime>,
+    /// The entities it mentions, by name (`memory.get` only; `entity.get` for more).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<String>,
 }
 
 /// A new memory. Timestamps are RFC 3339 (`2024-05-01T12:00:00Z`), a date (`2024-05-01`) or

@@ -70,6 +70,11 @@ async fn ingest_reads_feeling_importance_and_time() {
     let event = got.event.expect("last Saturday is resolved");
     assert_eq!(event.start, "2023-05-06T00:00:00.000Z");
     assert_eq!(event.end, "2023-05-07T00:00:00.000Z");
+    assert!(
+        got.entities.contains(&"Maria".to_string()),
+        "memory.get names what it mentions: {:?}",
+        got.entities
+    );
     let f = got.salience_factors.expect("the factors are returned");
     assert_eq!(f.self_reference, 1.0);
     assert_eq!(f.relationship, 1.0);

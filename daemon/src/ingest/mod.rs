@@ -181,6 +181,8 @@ impl Ingest {
         self.known.load(&self.store).await?;
         self.names.load().await?;
         self.entities.rekey().await?;
+        // The entities' plain rows live on in old versions until purged.
+        self.store.purge().await?;
         Ok(sealed)
     }
 

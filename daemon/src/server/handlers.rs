@@ -135,7 +135,17 @@ async fn add_batch(engine: Arc<State>, p: AddBatchParams) -> Result<AddBatchResu
 
 async fn get(engine: Arc<State>, p: GetParams) -> Result<Memory, RpcError> {
     match engine.store.get(&p.id).await.map_err(store_error)? {
-        Some(r) => Ok(r.to_protocol()),
+        Some(r) => {
+            let mut m = r.to_protocol();
+            // Names as the entity book knows them (the column holds keys).
+            m.entities = r
+                .entities
+                .iter()
+                .filter_map(|key| engine.entities.by_key(&r.namespace, key))
+                .map(|e| e.name)
+                .collect();
+            Ok(m)
+        }
         None => Err(rpc_error(Error::memory_not_found(&p.id))),
     }
 }

@@ -94,6 +94,7 @@ macro_rules! memory_columns {
                     emotion: self.emotion(),
                     salience_factors: self.salience_factors(),
                     event: self.event(),
+                    entities: Vec::new(),
                 }
             }
         }

@@ -201,6 +201,9 @@ fn memory_text(m: &Memory) -> String {
     if let Some(t) = &m.event {
         lines.push(format!("speaks of   {} .. {}", t.start, t.end));
     }
+    if !m.entities.is_empty() {
+        lines.push(format!("mentions    {}", m.entities.join(", ")));
+    }
     if !m.tags.is_empty() {
         lines.push(format!("tags        {}", m.tags.join(", ")));
     }
