@@ -172,7 +172,7 @@ async fn a_conversation_becomes_a_graph_that_recall_walks_and_forget_cleans() {
     let out = daemon.cli(&["graph", "path", &q, &loose], "");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("entity maria") && text.contains("MENTIONS"),
+        text.contains("entity Maria") && text.contains("MENTIONS"),
         "{text}"
     );
 }

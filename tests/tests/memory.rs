@@ -65,7 +65,18 @@ async fn add_get_search_update_history_as_of_forget() {
         })
         .await
         .unwrap();
-    assert_eq!(got, added);
+    assert_eq!(
+        got.entities,
+        ["Maria", "Lisbon"],
+        "get names what it mentions"
+    );
+    assert_eq!(
+        Memory {
+            entities: Vec::new(),
+            ..got
+        },
+        added
+    );
 
     // Meaning, not words: no query word appears in the memory.
     let by_meaning = search(

@@ -318,8 +318,11 @@ impl EntityBook {
                 b.mentions
                     .cmp(&a.mentions)
                     .then(b.last_seen.cmp(&a.last_seen))
+                    .then(a.key.cmp(&b.key))
             }),
-            EntitySort::Recent => found.sort_by_key(|k| std::cmp::Reverse(k.last_seen)),
+            EntitySort::Recent => {
+                found.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.key.cmp(&b.key)))
+            }
             EntitySort::Name => found.sort_by_key(|k| fold(&k.name())),
         }
         let total = found.len() as u64;
