@@ -1,9 +1,9 @@
 //! The entity book: what the store knows of each entity its memories mention, kept in
-//! memory and written to the `entities` table (`store::entities`) about once a second, so
+//! memory and written to the `entities` table (`store::entities`) every few seconds, so
 //! ingest never waits on it. Ingest tells it what new memories mention; update and forget
 //! what current memories stopped mentioning. An entity no current memory mentions is removed.
 //!
-//! It is derived data: a crash can lose the last second of counts, and a store older than
+//! It is derived data: a crash can lose the last few seconds of counts, and a store older than
 //! the table is read once from its memories at start ([`EntityBook::load`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -19,8 +19,9 @@ use crate::store::filter::current;
 use crate::store::{MemoryRecord, Store, StoreError};
 use crate::understand::entities::{extract, fold, Mention};
 
-/// How often what changed is written.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// How often what changed is written: each write is a merge through the one writer, so
+/// not so often that it slows the memories' commits.
+const FLUSH_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, PartialEq)]
 struct Known {
@@ -358,7 +359,7 @@ impl EntityBook {
     }
 }
 
-/// Writes what changed about once a second, and once more at shutdown.
+/// Writes what changed every few seconds, and once more at shutdown.
 pub async fn keep_written(book: Arc<EntityBook>, shutdown: Shutdown) {
     let mut tick = tokio::time::interval(FLUSH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -7,7 +7,6 @@ use std::collections::{HashMap, VecDeque};
 
 use tokio::sync::Mutex;
 
-use crate::embed::cosine;
 use crate::store::filter::current;
 use crate::store::{col, Store, StoreError};
 
@@ -32,14 +31,17 @@ impl Novelty {
         if !windows.contains_key(namespace) {
             let predicate = col("namespace").eq(namespace).and(current());
             let stored = store.some_vectors(&predicate, WINDOW).await?;
-            windows.insert(namespace.to_string(), stored.into());
+            let stored = stored.iter().map(|v| unit(v)).collect();
+            windows.insert(namespace.to_string(), stored);
         }
         let window = windows.get_mut(namespace).expect("inserted above");
         let mut out = Vec::with_capacity(vectors.len());
         for v in vectors {
+            let v = unit(v);
+            // Unit vectors: the cosine is the dot product.
             let nearest = window
                 .iter()
-                .map(|w| cosine(v, w))
+                .map(|w| w.iter().zip(&v).map(|(a, b)| a * b).sum::<f32>())
                 .fold(f32::NEG_INFINITY, f32::max);
             // Nothing to compare with: the first memory is as new as it gets.
             out.push(if nearest.is_finite() {
@@ -50,10 +52,19 @@ impl Novelty {
             if window.len() == WINDOW {
                 window.pop_front();
             }
-            window.push_back(v.to_vec());
+            window.push_back(v);
         }
         Ok(out)
     }
+}
+
+/// `v` scaled to length 1 (a zero vector stays zero and matches nothing).
+fn unit(v: &[f32]) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        return v.to_vec();
+    }
+    v.iter().map(|x| x / norm).collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The `entities` table (ARCHITECTURE §3): what the store knows of each entity its memories
 //! mention — name, aliases, type, first and last seen, how many current memories mention it.
-//! Derived data: `graph::EntityBook` keeps it and writes what changed about once a second.
+//! Derived data: `graph::EntityBook` keeps it and writes what changed every few seconds.
 //! An entity's id is its graph node id (its key, keyed in an encrypted store), scoped by
 //! namespace; in an encrypted store its name and aliases are sealed to the row.
 
