@@ -274,6 +274,9 @@ impl EntityBook {
         {
             let mut book = self.lock();
             let old = std::mem::take(&mut book.entities);
+            // Every row goes below; a pending delete of a plain id would write the name into
+            // the table's transaction log after the purge.
+            book.dirty.clear();
             for (_, mut k) in old {
                 k.key = self.store.entity_key(&k.key);
                 let id = entity_id(&k.namespace, &k.key);
