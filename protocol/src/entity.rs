@@ -8,62 +8,17 @@ pub const MAX_LIST: usize = 500;
 /// Most mentions and related entities `entity.get` returns.
 pub const MAX_MENTIONS_SHOWN: usize = 50;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum EntityType {
-    Person,
-    Place,
-    Organization,
-    Project,
-    Event,
-    #[default]
-    Concept,
-    Time,
-}
-
-impl EntityType {
-    pub const ALL: [EntityType; 7] = [
-        Self::Person,
-        Self::Place,
-        Self::Organization,
-        Self::Project,
-        Self::Event,
-        Self::Concept,
-        Self::Time,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Person => "person",
-            Self::Place => "place",
-            Self::Organization => "organization",
-            Self::Project => "project",
-            Self::Event => "event",
-            Self::Concept => "concept",
-            Self::Time => "time",
-        }
-    }
-}
-
-impl std::str::FromStr for EntityType {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|k| k.as_str()).collect();
-                format!(
-                    "unknown entity type `{s}`; expected one of {}",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-impl std::fmt::Display for EntityType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
+crate::name_set! {
+    /// What kind of thing an entity is.
+    EntityType, "entity type" {
+        Person = "person",
+        Place = "place",
+        Organization = "organization",
+        Project = "project",
+        Event = "event",
+        #[default]
+        Concept = "concept",
+        Time = "time",
     }
 }
 

@@ -38,6 +38,52 @@ pub trait Method {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
+/// Declares a closed set of names once: the enum (snake_case on the wire), `ALL`, `as_str`,
+/// `FromStr` with an error listing the names, and `Display`. `$what` names the set in errors.
+macro_rules! name_set {
+    ($(#[$meta:meta])* $name:ident, $what:literal {
+        $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )*
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$(Self::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( Self::$variant => $text, )*
+                }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|k| k.as_str() == s)
+                    .ok_or_else(|| {
+                        let names: Vec<_> = Self::ALL.iter().map(|k| k.as_str()).collect();
+                        format!(concat!("unknown ", $what, " `{}`; expected one of {}"), s, names.join(", "))
+                    })
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use name_set;
+
 /// Declares a module's methods, each once: a marker type implementing [`Method`], and the
 /// module's `METHODS` list that [`all_methods`] gathers.
 macro_rules! methods {

@@ -19,66 +19,22 @@ pub const MAX_METADATA_BYTES: usize = 16 * 1024;
 pub const MAX_BATCH_ITEMS: usize = 1000;
 pub const DEFAULT_NAMESPACE: &str = "default";
 
-/// What sort of thing a memory records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryKind {
-    /// Something that happened or was said (the default).
-    #[default]
-    Episodic,
-    /// A fact about the world or the person.
-    Semantic,
-    /// How to do something.
-    Procedural,
-    Preference,
-    Belief,
-    Identity,
-    Goal,
-    /// Written by consolidation from other memories.
-    Summary,
-}
-
-impl MemoryKind {
-    pub const ALL: [MemoryKind; 8] = [
-        Self::Episodic,
-        Self::Semantic,
-        Self::Procedural,
-        Self::Preference,
-        Self::Belief,
-        Self::Identity,
-        Self::Goal,
-        Self::Summary,
-    ];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Episodic => "episodic",
-            Self::Semantic => "semantic",
-            Self::Procedural => "procedural",
-            Self::Preference => "preference",
-            Self::Belief => "belief",
-            Self::Identity => "identity",
-            Self::Goal => "goal",
-            Self::Summary => "summary",
-        }
-    }
-}
-
-impl std::str::FromStr for MemoryKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|k| k.as_str()).collect();
-                format!("unknown kind `{s}`; expected one of {}", names.join(", "))
-            })
-    }
-}
-
-impl std::fmt::Display for MemoryKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::name_set! {
+    /// What sort of thing a memory records.
+    MemoryKind, "kind" {
+        /// Something that happened or was said (the default).
+        #[default]
+        Episodic = "episodic",
+        /// A fact about the world or the person.
+        Semantic = "semantic",
+        /// How to do something.
+        Procedural = "procedural",
+        Preference = "preference",
+        Belief = "belief",
+        Identity = "identity",
+        Goal = "goal",
+        /// Written by consolidation from other memories.
+        Summary = "summary",
     }
 }
 

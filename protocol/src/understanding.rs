@@ -3,69 +3,19 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Plutchik's eight primary emotions, and none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum EmotionKind {
-    Joy,
-    Trust,
-    Fear,
-    Surprise,
-    Sadness,
-    Disgust,
-    Anger,
-    Anticipation,
-    #[default]
-    Neutral,
-}
-
-impl EmotionKind {
-    pub const ALL: [EmotionKind; 9] = [
-        Self::Joy,
-        Self::Trust,
-        Self::Fear,
-        Self::Surprise,
-        Self::Sadness,
-        Self::Disgust,
-        Self::Anger,
-        Self::Anticipation,
-        Self::Neutral,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Joy => "joy",
-            Self::Trust => "trust",
-            Self::Fear => "fear",
-            Self::Surprise => "surprise",
-            Self::Sadness => "sadness",
-            Self::Disgust => "disgust",
-            Self::Anger => "anger",
-            Self::Anticipation => "anticipation",
-            Self::Neutral => "neutral",
-        }
-    }
-}
-
-impl std::str::FromStr for EmotionKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|k| k.as_str()).collect();
-                format!(
-                    "unknown emotion `{s}`; expected one of {}",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-impl std::fmt::Display for EmotionKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
+crate::name_set! {
+    /// Plutchik's eight primary emotions, and none.
+    EmotionKind, "emotion" {
+        Joy = "joy",
+        Trust = "trust",
+        Fear = "fear",
+        Surprise = "surprise",
+        Sadness = "sadness",
+        Disgust = "disgust",
+        Anger = "anger",
+        Anticipation = "anticipation",
+        #[default]
+        Neutral = "neutral",
     }
 }
 
