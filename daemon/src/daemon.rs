@@ -100,6 +100,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         embed.clone(),
         access.clone(),
         names,
+        entities.clone(),
         graph.clone(),
         config.search.clone(),
     );
@@ -186,6 +187,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         llm: config.llm.clone(),
         db_dir: config.db_dir(),
         access,
+        entities: state.entities.clone(),
     })));
     tokio::spawn(readiness::watchdog(shutdown.clone()));
     if state.store.encryption_status().mode == EncryptionMode::Converting {

@@ -42,6 +42,9 @@ impl RunStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// Entities named together relate (RELATES_TO); aliases the memories prove ("call me
+    /// Mel", or Mel greeted in a chat with Melanie) merge into their entity.
+    Entities,
     /// Edges between memories recalled together are strengthened; unused ones fade back
     /// (learned ones to nothing, and are pruned below 0.1).
     Edges,
@@ -58,7 +61,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 6] = [
+    pub const ALL: [Phase; 7] = [
+        Phase::Entities,
         Phase::Edges,
         Phase::Access,
         Phase::Decay,
@@ -68,6 +72,7 @@ impl Phase {
     ];
     pub fn as_str(self) -> &'static str {
         match self {
+            Phase::Entities => "entities",
             Phase::Edges => "edges",
             Phase::Access => "access",
             Phase::Decay => "decay",

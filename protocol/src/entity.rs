@@ -134,6 +134,10 @@ pub struct Related {
     pub together: u64,
     /// `together` over the memories mentioning this entity, 0–1.
     pub weight: f32,
+    /// The weight of their RELATES_TO edge (grown by consolidation each time they are named
+    /// together, faded when they are not); absent until a consolidation run has seen them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge_weight: Option<f32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

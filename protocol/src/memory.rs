@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::graph::Edge;
 use crate::understanding::{Emotion, EmotionKind, EventTime, SalienceFactors};
 
 /// Largest content accepted for one memory, in bytes.
@@ -87,7 +88,14 @@ pub struct Memory {
     /// The entities it mentions, by name (`memory.get` only; `entity.get` for more).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<String>,
+    /// Its strongest links to other memories, strongest first, at most [`MAX_EDGES_SHOWN`]
+    /// (`memory.get` only; `graph.neighbors` walks further).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edges: Vec<Edge>,
 }
+
+/// Edges `memory.get` returns at most.
+pub const MAX_EDGES_SHOWN: usize = 10;
 
 /// A new memory. Timestamps are RFC 3339 (`2024-05-01T12:00:00Z`), a date (`2024-05-01`) or
 /// a date and time in UTC (`2024-05-01 12:00`).

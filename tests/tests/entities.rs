@@ -295,3 +295,67 @@ async fn the_entity_book_lists_describes_survives_a_restart_and_forgets() {
         .unwrap_err();
     assert!(gone.to_string().contains("no memory"), "{gone}");
 }
+
+async fn say(c: &mut Client, session: &str, content: &str) -> String {
+    c.call::<Add>(&AddParams {
+        content: content.into(),
+        namespace: Some("chat".into()),
+        session_id: Some(session.into()),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .id
+}
+
+#[tokio::test]
+async fn consolidation_merges_the_aliases_a_chat_proves_and_recall_uses_them() {
+    use mnemo_protocol::consolidate::Phase;
+    use mnemo_protocol::entity;
+    let daemon =
+        Daemon::start_configured(Embedder::Hashed, "[consolidate]\nenabled = false\n", &[]);
+    let mut c = daemon.client().await;
+    say(&mut c, "s1", "Melanie: I finished the lake painting today").await;
+    let greeting = say(&mut c, "s1", "Caroline: Wow Mel! Send me a photo of it").await;
+    say(&mut c, "s1", "Melanie: Sure, tomorrow").await;
+    say(&mut c, "s2", "Robert: hi all, my friends call me Bob.").await;
+    let bob = say(&mut c, "s2", "Caroline: Bob brought the pottery kiln").await;
+    // Mel could be Melanie or Melissa here: nothing merges on a guess.
+    say(&mut c, "s3", "Melissa: hello").await;
+    say(&mut c, "s3", "Melanie: hello").await;
+    say(&mut c, "s3", "Caroline: Hi Mel!").await;
+
+    let names = |r: &entity::ListResult| -> Vec<String> {
+        r.entities.iter().map(|e| e.name.clone()).collect()
+    };
+    let before = list(&mut c, entity::ListParams::default()).await;
+    assert!(names(&before).contains(&"Mel".to_string()), "{before:?}");
+
+    let run = daemon.consolidate_now();
+    assert_eq!(run.count(Phase::Entities, "aliases"), 2, "{run:?}");
+    let after = list(&mut c, entity::ListParams::default()).await;
+    let after_names = names(&after);
+    assert!(!after_names.contains(&"Mel".to_string()), "{after:?}");
+    assert!(!after_names.contains(&"Bob".to_string()), "{after:?}");
+
+    // Either name finds the entity, with the alias's mentions.
+    let mel = c
+        .call::<entity::Get>(&entity::GetParams {
+            name: "mel".into(),
+            namespace: Some("chat".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(mel.entity.name, "Melanie");
+    assert!(mel.entity.aliases.contains(&"Mel".to_string()));
+    assert!(
+        mel.mentions.iter().any(|m| m.memory_id == greeting),
+        "{mel:?}"
+    );
+    let got = c.call::<Get>(&GetParams { id: bob.clone() }).await.unwrap();
+    assert_eq!(got.entities, vec!["Caroline", "Robert"]);
+
+    // A query naming Robert lifts the memory that says Bob.
+    let found = search(&mut c, "chat", "what did Robert bring").await;
+    assert!(entity_of(&found, &bob) > 0.0, "{found:?}");
+}

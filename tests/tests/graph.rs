@@ -230,3 +230,96 @@ async fn recalled_together_strengthens_an_edge_and_disuse_fades_it() {
     let faded = sequence_edge(&mut c, &first).await;
     assert!(faded.weight < 0.52 && faded.weight >= 0.5, "{faded:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consolidation_links_similar_memories_and_relates_names_said_together() {
+    use mnemo_protocol::consolidate::Phase;
+    let config = "[consolidate]\nenabled = false\nsimilar_threshold = 0.5\n";
+    let daemon = Daemon::start_configured(Embedder::Hashed, config, &[]);
+    let mut c = daemon.client().await;
+    let alps = say(
+        &mut c,
+        None,
+        "Last summer Maria and Caroline went hiking in the Alps",
+    )
+    .await;
+    let dolomites = say(
+        &mut c,
+        None,
+        "This summer Maria and Caroline went hiking in the Dolomites",
+    )
+    .await;
+    let bike = say(&mut c, None, "Oscar repaired a bicycle chain yesterday").await;
+
+    let run = daemon.consolidate_now();
+    assert_eq!(run.count(Phase::Dedup, "merged"), 0, "{run:?}");
+    assert!(run.count(Phase::Dedup, "similar") >= 1, "{run:?}");
+    // Maria and Caroline, each with the place of their hike.
+    assert!(run.count(Phase::Entities, "related") >= 1, "{run:?}");
+
+    // memory.get shows the strongest links: the similar hike, not the bicycle.
+    let got = c
+        .call::<Get>(&GetParams { id: alps.clone() })
+        .await
+        .unwrap();
+    let similar: Vec<&Edge> = got
+        .edges
+        .iter()
+        .filter(|e| e.edge_type == EdgeType::Similar)
+        .collect();
+    assert_eq!(similar.len(), 1, "{:?}", got.edges);
+    let other = if similar[0].src.id == alps {
+        &similar[0].dst.id
+    } else {
+        &similar[0].src.id
+    };
+    assert_eq!(other, &dolomites);
+    assert!(similar[0].weight >= 0.5 && similar[0].weight < 0.95);
+    assert!(got
+        .edges
+        .iter()
+        .all(|e| e.src.id != bike && e.dst.id != bike));
+
+    let related = neighbors(&mut c, Node::entity("maria"), 1).await.unwrap();
+    let pair: Vec<&Edge> = related
+        .edges
+        .iter()
+        .filter(|e| e.edge_type == EdgeType::RelatesTo && e.src.id == "caroline")
+        .collect();
+    assert_eq!(pair.len(), 1, "{related:?}");
+    assert_eq!(pair[0].dst.id, "maria");
+    // Made at 0.3 by the first memory, a tenth of the way to 1 by the second.
+    assert!((pair[0].weight - 0.37).abs() < 1e-4, "{:?}", pair[0]);
+    assert_eq!(pair[0].activation_count, 2);
+
+    // A second run counts nothing twice.
+    let again = daemon.consolidate_now();
+    assert_eq!(again.count(Phase::Entities, "related"), 0, "{again:?}");
+
+    // Once no memory names them, what related them goes (the entity book writes every few
+    // seconds, so this polls).
+    for id in [&alps, &dolomites] {
+        c.call::<Forget>(&ForgetParams {
+            ids: vec![id.clone()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let left = neighbors(&mut c, Node::entity("caroline"), 1).await;
+        let gone = match left {
+            Err(_) => true,
+            Ok(r) => r.edges.iter().all(|e| e.edge_type != EdgeType::RelatesTo),
+        };
+        if gone {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "RELATES_TO outlived its entities"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}

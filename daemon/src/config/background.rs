@@ -80,6 +80,11 @@ pub struct ConsolidateConfig {
     pub dedup_threshold: f32,
     /// Duplicates that both say when they happened merge only within this many hours.
     pub dedup_event_window_hours: f64,
+    /// Cosine similarity at or above which (and below `dedup_threshold`) two memories are
+    /// linked by a SIMILAR edge, so a recall of one can reach the other.
+    pub similar_threshold: f32,
+    /// SIMILAR edges a new memory gets at most, to its nearest neighbours (0 forms none).
+    pub similar_per_memory: usize,
     /// Memories older than this many days (by when they happened) may be summarised...
     pub summary_min_age_days: f64,
     /// ... when weaker than this ...
@@ -114,6 +119,8 @@ impl Default for ConsolidateConfig {
             fade_below: 0.1,
             dedup_threshold: 0.95,
             dedup_event_window_hours: 24.0,
+            similar_threshold: 0.75,
+            similar_per_memory: 3,
             summary_min_age_days: 30.0,
             summary_max_strength: 0.3,
             summary_max_salience: 5.0,
@@ -133,6 +140,15 @@ impl ConsolidateConfig {
         }
         if !(0.0..=1.0).contains(&self.dedup_threshold) || self.dedup_threshold < 0.5 {
             return Err("consolidate.dedup_threshold must be between 0.5 and 1.0".into());
+        }
+        if !(0.5..=self.dedup_threshold).contains(&self.similar_threshold) {
+            return Err(format!(
+                "consolidate.similar_threshold must be between 0.5 and dedup_threshold ({})",
+                self.dedup_threshold
+            ));
+        }
+        if self.similar_per_memory > 20 {
+            return Err("consolidate.similar_per_memory must be at most 20".into());
         }
         if self.half_life_days <= 0.0 || self.edge_half_life_days <= 0.0 {
             return Err(

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use mnemo_protocol::graph::EdgeType;
 use mnemo_protocol::paths;
 use serde::{Deserialize, Serialize};
 
@@ -153,12 +154,14 @@ pub struct SearchConfig {
     /// names count more) rank higher. 0 turns it off.
     pub entity_weight: f32,
     /// Weight of the graph component: the best `graph_seeds` results lend their score to the
-    /// memories `graph_hops` steps along their conversation (TEMPORAL_SEQUENCE edges), each
-    /// further step keeping 70 %, so the answer said a turn after the question is found with
-    /// it. 0 turns it off.
+    /// memories `graph_hops` steps away over `graph_edges` (their conversation, and what
+    /// consolidation found similar), each further step keeping 70 %, so the answer said a
+    /// turn after the question is found with it. 0 turns it off.
     pub graph_weight: f32,
     pub graph_seeds: usize,
     pub graph_hops: usize,
+    /// The edges between memories the graph component walks.
+    pub graph_edges: Vec<EdgeType>,
     /// Weight of the time component: when the query names a time ("in June 2023", "last
     /// week"), memories that speak about (or happened in) that time rank higher. 0 turns it off.
     pub time_weight: f32,
@@ -239,6 +242,7 @@ impl Default for SearchConfig {
             graph_weight: 0.6,
             graph_seeds: 5,
             graph_hops: 2,
+            graph_edges: vec![EdgeType::TemporalSequence],
             time_weight: 0.2,
             relevance_weight: 0.9,
             salience_weight: 0.04,
@@ -347,6 +351,17 @@ impl Config {
         if search.graph_seeds > 50 || search.graph_hops > 3 {
             return bad("search.graph_seeds must be at most 50 and search.graph_hops at most 3");
         }
+        if let Some(t) = search.graph_edges.iter().find(|t| !links_memories(**t)) {
+            return Err(ConfigError::Invalid(format!(
+                "search.graph_edges: {t} does not link memories to memories; use some of {}",
+                EdgeType::ALL
+                    .iter()
+                    .filter(|t| links_memories(**t))
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
         if self.store.commit_max_rows == 0 {
             return bad("store.commit_max_rows must be at least 1");
         }
@@ -390,6 +405,11 @@ fn span_hint(text: &str, span: Option<std::ops::Range<usize>>) -> String {
         }
         None => String::new(),
     }
+}
+
+/// Whether edges of type `t` join two memories (a walk from results reaches results).
+fn links_memories(t: EdgeType) -> bool {
+    !matches!(t, EdgeType::Mentions | EdgeType::RelatesTo)
 }
 
 #[cfg(test)]
@@ -506,6 +526,10 @@ mod tests {
         let err = |text: &str| load_text(dir.path(), text).unwrap_err().to_string();
         assert!(err("[search]\ngraph_weight = -1.0\n").contains("0 or more"));
         assert!(err("[search]\ngraph_hops = 4\n").contains("graph_hops at most 3"));
+        assert!(err("[search]\ngraph_edges = [\"MENTIONS\"]\n").contains("SIMILAR"));
+        assert!(err("[search]\ngraph_edges = [\"NEAR\"]\n").contains("NEAR"));
+        let ok = load_text(dir.path(), "[search]\ngraph_edges = [\"SIMILAR\"]\n").unwrap();
+        assert_eq!(ok.search.graph_edges, vec![EdgeType::Similar]);
         let ok = load_text(dir.path(), "[search]\ngraph_weight = 0.0\n").unwrap();
         assert_eq!((ok.search.graph_weight, ok.search.graph_hops), (0.0, 2));
     }

@@ -6,6 +6,11 @@
 //! when they happened merge only if that is within `dedup_event_window_hours`: the same
 //! sentence on two different days is two events.
 //!
+//! The same product gives each new memory its nearest neighbours: those at or above
+//! `similar_threshold` (and not duplicates) are linked by SIMILAR edges, weighted by their
+//! cosine, at most `similar_per_memory` each. They are learned edges: recall together
+//! strengthens them, disuse fades them away (the edges phase).
+//!
 //! The pass is resumable: `meta` keeps the creation time up to which new rows are done.
 
 use std::collections::HashMap;
@@ -14,15 +19,18 @@ use std::sync::Arc;
 use lancedb::arrow::arrow_array::{Float32Array, Int64Array, StringArray};
 
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::graph::{EdgeType, Node};
 use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop};
-use super::{bump, save_cursor};
+use super::{bump, done_through, save_cursor, time_blocks, BY_CONSOLIDATION};
 use crate::linalg::matmul;
+use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
 use crate::store::{col, MemoryRecord, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
+
 /// New rows compared per unit: 64 × 100k × 384 is ~5 GFLOP, a fraction of a second.
 const BLOCK: usize = 64;
 
@@ -74,16 +82,33 @@ fn compatible(a: &MemoryRecord, b: &MemoryRecord, window_us: i64) -> bool {
     }
 }
 
-/// Pairs (older, newer) among `rows` (oldest first) that are duplicates, for the new rows
-/// `block` (indices into `rows`). `vectors` holds the normalised vectors, row-major.
-pub fn find_pairs(
+/// What comparing a block of new rows found: duplicate pairs (older, newer), and near
+/// pairs (lower index first) with their cosine.
+#[derive(Debug, Default, PartialEq)]
+pub struct Neighbours {
+    pub duplicates: Vec<(usize, usize)>,
+    pub similar: Vec<(usize, usize, f32)>,
+}
+
+/// How near is near: a duplicate at `duplicate` and above; a neighbour worth an edge at
+/// `similar` and above, the `per_row` nearest of each new row.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    pub duplicate: f32,
+    pub similar: f32,
+    pub per_row: usize,
+    pub window_us: i64,
+}
+
+/// The neighbours among `rows` (oldest first) of the new rows `block` (indices into `rows`).
+/// `vectors` holds the normalised vectors, row-major.
+pub fn find_neighbours(
     rows: &[MemoryRecord],
     vectors: &[f32],
     dim: usize,
     block: &[usize],
-    threshold: f32,
-    window_us: i64,
-) -> Vec<(usize, usize)> {
+    t: Thresholds,
+) -> Neighbours {
     let n = rows.len();
     let mut lhs = Vec::with_capacity(block.len() * dim);
     for &i in block {
@@ -105,31 +130,37 @@ pub fn find_pairs(
             crate::linalg::threads(),
         );
     }
-    let mut pairs = Vec::new();
+    let mut found = Neighbours::default();
+    let mut similar: HashMap<(usize, usize), f32> = HashMap::new();
     for (bi, &i) in block.iter().enumerate() {
         let row = &scores[bi * n..(bi + 1) * n];
+        let mut near: Vec<(usize, f32)> = Vec::new();
         for (j, &score) in row.iter().enumerate() {
             if j == i {
                 continue;
             }
             let same_text = rows[i].content_hash == rows[j].content_hash;
-            if (score >= threshold || same_text) && compatible(&rows[i], &rows[j], window_us) {
-                pairs.push((i.min(j), i.max(j)));
+            if (score >= t.duplicate || same_text) && compatible(&rows[i], &rows[j], t.window_us) {
+                found.duplicates.push((i.min(j), i.max(j)));
+            } else if score >= t.similar && rows[i].namespace == rows[j].namespace {
+                near.push((j, score));
             }
         }
+        near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        for (j, score) in near.into_iter().take(t.per_row) {
+            similar.insert((i.min(j), i.max(j)), score);
+        }
     }
-    pairs
+    found.similar = similar.into_iter().map(|((a, b), s)| (a, b, s)).collect();
+    found.similar.sort_by_key(|p| (p.0, p.1));
+    found
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
     let ctx = pace.ctx().clone();
     let config = ctx.state.config.clone();
     let store = &ctx.store;
-    let watermark: i64 = store
-        .meta_get(WATERMARK)
-        .await?
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(-1);
+    let watermark = done_through(store, WATERMARK).await?;
     let originals = current().and(col("is_summary").eq(false));
     let new_rows = store
         .count(&originals.clone().and(col("created_at").gt(watermark)))
@@ -142,6 +173,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             &originals,
             &[
                 "id",
+                "lineage",
                 "namespace",
                 "created_at",
                 "occurred_at",
@@ -162,23 +194,29 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         .filter(|&i| rows[i].created_at > watermark)
         .collect();
     let total = fresh.len() as u64;
-    let window_us = (config.dedup_event_window_hours * 3_600_000_000.0) as i64;
+    let thresholds = Thresholds {
+        duplicate: config.dedup_threshold,
+        similar: config.similar_threshold,
+        per_row: config.similar_per_memory,
+        window_us: (config.dedup_event_window_hours * 3_600_000_000.0) as i64,
+    };
     let mut groups = Groups::new(rows.len());
     let mut gains: HashMap<usize, (i64, f32)> = HashMap::new();
-    for (b, block) in fresh.chunks(BLOCK).enumerate() {
+    let fresh_times: Vec<i64> = fresh.iter().map(|&i| rows[i].created_at).collect();
+    for range in time_blocks(&fresh_times, BLOCK) {
         pace.checkpoint().await?;
+        let block = &fresh[range.clone()];
         let (r, v, blk) = (rows.clone(), vectors.clone(), block.to_vec());
-        let threshold = config.dedup_threshold;
-        let pairs = pace
+        let found = pace
             .guard(tokio::task::spawn_blocking(move || {
-                find_pairs(&r, &v, dim, &blk, threshold, window_us)
+                find_neighbours(&r, &v, dim, &blk, thresholds)
             }))
             .await?
             .map_err(|e| Stop::Failed(format!("dedup worker: {e}")))?;
         // survivor id -> (accesses to add, highest salience); merged id -> survivor id.
         let mut merged: Vec<(String, String)> = Vec::new();
         let mut touched: HashMap<usize, (i64, f32)> = HashMap::new();
-        for (a, c) in pairs {
+        for &(a, c) in &found.duplicates {
             if let Some((keep, gone)) = groups.join(a, c) {
                 merged.push((rows[gone].id.clone(), rows[keep].id.clone()));
                 // Totals over the whole pass: a survivor can gain in several blocks.
@@ -192,18 +230,45 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             apply(&ctx, &rows, &merged, &touched).await?;
             bump(record, "merged", merged.len() as u64);
         }
+        let similar = similar_edges(&rows, &found.similar, &mut groups, now_micros());
+        if !similar.is_empty() {
+            store
+                .writer()
+                .submit(store.edges().upsert(&similar)?)
+                .await?;
+            bump(record, "similar", similar.len() as u64);
+        }
         let through = rows[*block.last().unwrap_or(&0)].created_at;
         store.meta_set(WATERMARK, &through.to_string()).await?;
         bump(record, "compared", block.len() as u64);
         record.cursor = Some(through.to_string());
         save_cursor(pace, record).await?;
-        pace.progress(
-            Phase::Dedup,
-            ((b + 1) * BLOCK).min(fresh.len()) as u64,
-            total,
-        );
+        pace.progress(Phase::Dedup, range.end as u64, total);
     }
     Ok(())
+}
+
+/// SIMILAR edges between the lineages of near pairs, but not to a memory merged away.
+fn similar_edges(
+    rows: &[MemoryRecord],
+    near: &[(usize, usize, f32)],
+    groups: &mut Groups,
+    now: i64,
+) -> Vec<EdgeRecord> {
+    near.iter()
+        .filter(|(a, b, _)| groups.root(*a) == *a && groups.root(*b) == *b)
+        .map(|&(a, b, score)| {
+            EdgeRecord::new(
+                &rows[a].namespace,
+                Node::memory(&rows[a].lineage),
+                Node::memory(&rows[b].lineage),
+                EdgeType::Similar,
+                score.min(1.0),
+                BY_CONSOLIDATION,
+                now,
+            )
+        })
+        .collect()
 }
 
 /// Closes the merged rows (pointing at their survivor), then lifts the survivors. Each patch
@@ -292,13 +357,23 @@ mod tests {
         r
     }
 
-    fn pairs(rows: &[MemoryRecord], block: &[usize]) -> Vec<(usize, usize)> {
+    fn neighbours(rows: &[MemoryRecord], block: &[usize]) -> Neighbours {
         let dim = rows[0].vector.len();
         let v: Vec<f32> = rows.iter().flat_map(|r| normalized(&r.vector)).collect();
-        let mut p = find_pairs(rows, &v, dim, block, 0.95, 3_600_000_000);
-        p.sort();
-        p.dedup();
-        p
+        let t = Thresholds {
+            duplicate: 0.95,
+            similar: 0.7,
+            per_row: 1,
+            window_us: 3_600_000_000,
+        };
+        let mut found = find_neighbours(rows, &v, dim, block, t);
+        found.duplicates.sort();
+        found.duplicates.dedup();
+        found
+    }
+
+    fn pairs(rows: &[MemoryRecord], block: &[usize]) -> Vec<(usize, usize)> {
+        neighbours(rows, block).duplicates
     }
 
     #[test]
@@ -321,6 +396,38 @@ mod tests {
             row("c", "h", vec![1.0, 0.0], Some(48 * hour + 10)),
         ];
         assert_eq!(pairs(&rows, &[1, 2]), vec![(1, 2)]);
+    }
+
+    #[test]
+    fn the_nearest_non_duplicate_of_each_new_row_is_similar() {
+        let rows = vec![
+            row("a", "h1", vec![1.0, 0.0, 0.0], None),
+            row("b", "h2", vec![0.8, 0.6, 0.0], None), // cos 0.8 with a
+            row("c", "h3", vec![0.0, 1.0, 0.0], None), // cos 0.6 with b: too far
+            row("d", "h4", vec![0.9, 0.0, 0.436], None), // cos 0.9 with a, 0.72 with b
+            row("e", "h5", vec![1.0, 0.0, 0.0], None), // a duplicate of a, not new
+        ];
+        let found = neighbours(&rows, &[1, 2, 3]);
+        // b's nearest is a; c has none; d's nearest is a (one per row); e is not new.
+        let similar: Vec<(usize, usize)> = found.similar.iter().map(|p| (p.0, p.1)).collect();
+        assert_eq!(similar, vec![(0, 1), (0, 3)]);
+        assert!((found.similar[0].2 - 0.8).abs() < 1e-3);
+        assert!(found.duplicates.is_empty());
+
+        // Another namespace is never similar; a merged row gets no edge.
+        let mut other = rows.clone();
+        other[0].namespace = "elsewhere".into();
+        let found = neighbours(&other, &[1]);
+        assert!(found.similar.iter().all(|p| p.0 != 0), "{found:?}");
+        let mut groups = Groups::new(rows.len());
+        groups.join(0, 4);
+        let edges = similar_edges(&rows, &[(0, 1, 0.8), (1, 4, 0.8)], &mut groups, 7);
+        assert_eq!(edges.len(), 1);
+        assert_eq!(edges[0].edge_type, EdgeType::Similar);
+        assert_eq!(
+            (edges[0].src_id.as_str(), edges[0].dst_id.as_str()),
+            ("a", "b")
+        );
     }
 
     #[test]

@@ -7,8 +7,10 @@ mod access;
 mod decay;
 mod dedup;
 mod edges;
+mod entities;
 pub mod idle;
 mod pace;
+mod related;
 mod storage;
 mod summarize;
 
@@ -27,6 +29,7 @@ use crate::access::AccessRecorder;
 use crate::config::{parse_schedule, ConsolidateConfig, LlmConfig};
 use crate::embed::EmbedService;
 use crate::events::{Event, EventBus};
+use crate::graph::EntityBook;
 use crate::hardware::Monitor;
 use crate::shutdown::Shutdown;
 use crate::store::runs::run_batch;
@@ -81,6 +84,8 @@ pub struct Consolidator {
     pub db_dir: PathBuf,
     /// Flushed before the access phase, so it folds every access made before the run.
     pub access: AccessRecorder,
+    /// Where proven aliases merge.
+    pub entities: Arc<EntityBook>,
 }
 
 /// Consolidation's state, shared by its task and the request handlers.
@@ -423,6 +428,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
         pace.progress(phase, 0, 0);
         let mut record = run.phases[i].clone();
         let result = match phase {
+            Phase::Entities => entities::run(pace, &mut record).await,
             Phase::Edges => edges::run(pace, &mut record).await,
             Phase::Access => access::run(pace, &mut record).await,
             Phase::Decay => decay::run(pace, &mut record).await,
@@ -437,6 +443,34 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
         save(&ctx, run).await?;
     }
     Ok(())
+}
+
+/// Who wrote the edges consolidation forms.
+pub const BY_CONSOLIDATION: &str = "consolidation";
+
+/// The creation time up to which a watermarked pass is done (-1: nothing yet).
+async fn done_through(store: &Store, key: &str) -> Result<i64, StoreError> {
+    Ok(store
+        .meta_get(key)
+        .await?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1))
+}
+
+/// Ranges of about `size` over `times` (sorted), never splitting equal times: a phase that
+/// keeps "done through time t" then resumes after t without skipping a row of time t.
+fn time_blocks(times: &[i64], size: usize) -> Vec<std::ops::Range<usize>> {
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    while start < times.len() {
+        let mut end = (start + size.max(1)).min(times.len());
+        while end < times.len() && times[end] == times[end - 1] {
+            end += 1;
+        }
+        blocks.push(start..end);
+        start = end;
+    }
+    blocks
 }
 
 /// Adds `n` to a phase's count.
@@ -478,6 +512,13 @@ async fn save_cursor(pace: &Pace, record: &PhaseRecord) -> Result<(), Stop> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_never_split_rows_of_one_time() {
+        assert_eq!(time_blocks(&[1, 2, 2, 2, 3, 4], 2), vec![0..4, 4..6]);
+        assert_eq!(time_blocks(&[5, 5, 5], 1), vec![0..3]);
+        assert!(time_blocks(&[], 4).is_empty());
+    }
 
     #[test]
     fn schedules_parse_and_refuse() {

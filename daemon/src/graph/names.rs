@@ -32,6 +32,8 @@ pub struct QueryEntity {
     /// As stored (keyed in an encrypted store).
     pub key: String,
     pub weight: f32,
+    /// The keys of the same entity under other names (aliases consolidation merged).
+    pub aliases: Vec<String>,
 }
 
 impl Gazetteer {
@@ -126,6 +128,7 @@ impl Gazetteer {
                 let df = mentions(&key);
                 (df > 0).then(|| QueryEntity {
                     weight: (1.0 + memories as f32 / df as f32).ln(),
+                    aliases: Vec::new(),
                     key,
                 })
             })
@@ -160,7 +163,11 @@ pub fn entity_match(query: &[QueryEntity], entities: &[String]) -> f32 {
     }
     let matched: f32 = query
         .iter()
-        .filter(|q| entities.contains(&q.key))
+        .filter(|q| {
+            entities
+                .iter()
+                .any(|e| *e == q.key || q.aliases.contains(e))
+        })
         .map(|q| q.weight)
         .sum();
     matched / total

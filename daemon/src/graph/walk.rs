@@ -13,6 +13,9 @@ use crate::store::{Store, StoreError};
 /// Most nodes a path search gathers before it gives up (a name every memory mentions
 /// connects everything within two steps).
 pub const MAX_PATH_SEARCH_NODES: usize = 20_000;
+/// Nodes a spread gathers per seed and step at most, so a memory with many neighbours
+/// cannot make a search slow.
+const SPREAD_FAN_OUT: usize = 8;
 
 pub struct Graph {
     store: Arc<Store>,
@@ -117,25 +120,27 @@ impl Graph {
         Ok(cheapest_path(&reached.edges, from, to, max_depth))
     }
 
-    /// What the nodes near `seeds` (lineage, score) draw from them over TEMPORAL_SEQUENCE
-    /// edges at least `min_weight` strong, `hops` steps out.
+    /// What the nodes near `seeds` (lineage, score) draw from them over edges of `types`
+    /// (between memories) at least `min_weight` strong, `hops` steps out.
     pub async fn spread(
         &self,
         seeds: &[(String, f32)],
+        types: &[EdgeType],
         hops: usize,
         decay: f32,
         min_weight: f32,
     ) -> Result<HashMap<String, Spread>, StoreError> {
-        if seeds.is_empty() || hops == 0 {
+        if seeds.is_empty() || hops == 0 || types.is_empty() {
             return Ok(HashMap::new());
         }
         let starts: Vec<Node> = seeds.iter().map(|(id, _)| Node::memory(id)).collect();
         let filter = EdgeFilter {
             namespace: None,
-            types: &[EdgeType::TemporalSequence],
+            types,
             min_weight,
         };
-        let limit = seeds.len() * (2 * hops + 1) + 1;
+        // A conversation has two neighbours a step; similar memories a few more.
+        let limit = seeds.len() * (SPREAD_FAN_OUT * hops + 1) + 1;
         let reached = self.reach(&starts, &filter, hops, limit).await?;
         Ok(spread(seeds, &reached.edges, hops, decay))
     }

@@ -19,7 +19,7 @@ use crate::access::AccessRecorder;
 use crate::config::SearchConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
-use crate::graph::{entity_match, Gazetteer, Graph};
+use crate::graph::{entity_match, EntityBook, Gazetteer, Graph};
 use crate::store::filter::predicate;
 use crate::store::{col, Pred, Store};
 use crate::understand::dates;
@@ -35,6 +35,8 @@ pub struct Recall {
     access: AccessRecorder,
     /// The entities a query names, and how rare each is.
     names: Arc<Gazetteer>,
+    /// The aliases of each.
+    entities: Arc<EntityBook>,
     graph: Arc<Graph>,
     config: SearchConfig,
     /// Searches answered since start.
@@ -47,6 +49,7 @@ impl Recall {
         embed: EmbedService,
         access: AccessRecorder,
         names: Arc<Gazetteer>,
+        entities: Arc<EntityBook>,
         graph: Arc<Graph>,
         config: SearchConfig,
     ) -> Self {
@@ -55,6 +58,7 @@ impl Recall {
             embed,
             access,
             names,
+            entities,
             graph,
             config,
             searches: AtomicU64::new(0),
@@ -116,12 +120,15 @@ impl Recall {
             c.text_rank = Some(rank + 1);
             c.text_score = Some(hit.raw);
         }
-        let named = if self.config.entity_weight > 0.0 {
-            self.names
-                .query_entities(p.filter.namespace.as_deref(), &p.query)
+        let namespace = p.filter.namespace.as_deref();
+        let mut named = if self.config.entity_weight > 0.0 {
+            self.names.query_entities(namespace, &p.query)
         } else {
             Vec::new()
         };
+        for q in &mut named {
+            q.aliases = self.entities.same_as(namespace, &q.key);
+        }
         // "last week" in a query means the week before the time the store is seen at.
         let now = now_micros();
         let seen_at = p.filter.as_of.as_deref().and_then(|t| parse_micros(t).ok());
@@ -189,6 +196,7 @@ impl Recall {
             .graph
             .spread(
                 &seeds,
+                &self.config.graph_edges,
                 self.config.graph_hops,
                 SPREAD_DECAY,
                 MIN_SPREAD_WEIGHT,

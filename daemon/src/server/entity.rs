@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use mnemo_protocol::entity::{
-    Get, GetParams, GetResult, List, ListParams, ListResult, MentionedIn, Related,
+    Entity, Get, GetParams, GetResult, List, ListParams, ListResult, MentionedIn, Related,
     MAX_MENTIONS_SHOWN,
 };
-use mnemo_protocol::graph::{EdgeType, Node};
+use mnemo_protocol::graph::{EdgeType, NodeKind};
 use mnemo_protocol::memory::MAX_LABEL_BYTES;
 use mnemo_protocol::time::format_micros;
 use mnemo_protocol::RpcError;
@@ -75,15 +75,20 @@ async fn get(engine: Arc<State>, p: GetParams) -> Result<GetResult, RpcError> {
         types: &[EdgeType::Mentions],
         min_weight: 0.0,
     };
+    // The entity's own mentions and its aliases'.
+    let keys = engine.entities.same_as(Some(&entity.namespace), &entity.id);
     let edges = engine
         .store
         .edges()
-        .touching(std::slice::from_ref(&entity.id), &filter)
+        .touching(&keys, &filter)
         .await
         .map_err(store_error)?;
     let lineages: Vec<String> = edges
         .iter()
-        .map(|e| e.other_end(&Node::entity(entity.id.clone())).id)
+        .filter(|e| e.src_kind == NodeKind::Memory)
+        .map(|e| e.src_id.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect();
     let mut memories: Vec<MemoryRecord> = Vec::new();
     for chunk in lineages.chunks(500) {
@@ -105,24 +110,51 @@ async fn get(engine: Arc<State>, p: GetParams) -> Result<GetResult, RpcError> {
         );
     }
     memories.sort_by_key(|m| std::cmp::Reverse(m.event_time()));
-    let mut together: HashMap<&str, u64> = HashMap::new();
+    // Keyed by the entity each key stands for: an alias counts for its entity.
+    let mut together: HashMap<String, (Entity, u64)> = HashMap::new();
     for m in &memories {
-        for key in m.entities.iter().filter(|k| **k != entity.id) {
-            *together.entry(key.as_str()).or_default() += 1;
+        let named: HashMap<String, Entity> = m
+            .entities
+            .iter()
+            .filter(|k| !keys.contains(k))
+            .filter_map(|k| engine.entities.by_key(&entity.namespace, k))
+            .filter(|e| e.id != entity.id)
+            .map(|e| (e.id.clone(), e))
+            .collect();
+        for (id, e) in named {
+            together.entry(id).or_insert((e, 0)).1 += 1;
         }
+    }
+    let relates = EdgeFilter {
+        namespace: Some(&entity.namespace),
+        types: &[EdgeType::RelatesTo],
+        min_weight: 0.0,
+    };
+    let mut edge_weight: HashMap<String, f32> = HashMap::new();
+    for e in engine
+        .store
+        .edges()
+        .touching(std::slice::from_ref(&entity.id), &relates)
+        .await
+        .map_err(store_error)?
+    {
+        let other = if e.src_id == entity.id {
+            e.dst_id
+        } else {
+            e.src_id
+        };
+        edge_weight.insert(other, e.weight);
     }
     let mentions_total = memories.len().max(1) as f32;
     let mut related: Vec<Related> = together
-        .into_iter()
-        .filter_map(|(key, n)| {
-            let other = engine.entities.by_key(&entity.namespace, key)?;
-            Some(Related {
-                id: other.id,
-                name: other.name,
-                entity_type: other.entity_type,
-                together: n,
-                weight: n as f32 / mentions_total,
-            })
+        .into_values()
+        .map(|(other, n)| Related {
+            edge_weight: edge_weight.get(&other.id).copied(),
+            id: other.id,
+            name: other.name,
+            entity_type: other.entity_type,
+            together: n,
+            weight: n as f32 / mentions_total,
         })
         .collect();
     related.sort_by(|a, b| b.together.cmp(&a.together).then(a.name.cmp(&b.name)));

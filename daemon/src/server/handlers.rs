@@ -6,10 +6,11 @@ use mnemo_protocol::daemon::{
     Encrypt, EncryptResult, Hello, HelloParams, HelloResult, Shutdown, ShutdownResult, Status,
     StatusResult,
 };
+use mnemo_protocol::graph::EdgeType;
 use mnemo_protocol::memory::{
     Add, AddBatch, AddBatchParams, AddBatchResult, AddParams, Forget, ForgetParams, ForgetResult,
     Get, GetParams, History, HistoryParams, HistoryResult, List, ListParams, ListResult, Memory,
-    Search, SearchParams, SearchResult, Update, UpdateParams,
+    Search, SearchParams, SearchResult, Update, UpdateParams, MAX_EDGES_SHOWN,
 };
 use mnemo_protocol::system::{
     self, Budget, ProcessesParams, ProcessesResult, Snapshot, SnapshotResult, SystemProfile,
@@ -22,6 +23,7 @@ use super::router::Router;
 use super::state::State;
 use super::state::{rpc_error, store_error};
 use crate::error::Error;
+use crate::store::edges::EdgeFilter;
 use crate::store::filter::predicate;
 use mnemo_protocol::events::{Subscribe, TopicsParams, Unsubscribe};
 
@@ -143,6 +145,25 @@ async fn get(engine: Arc<State>, p: GetParams) -> Result<Memory, RpcError> {
                 .iter()
                 .filter_map(|key| engine.entities.by_key(&r.namespace, key))
                 .map(|e| e.name)
+                .collect();
+            // Links to other memories; its mentions are the names above.
+            let filter = EdgeFilter {
+                namespace: Some(&r.namespace),
+                types: &[],
+                min_weight: 0.0,
+            };
+            let mut edges = engine
+                .store
+                .edges()
+                .touching(std::slice::from_ref(&r.lineage), &filter)
+                .await
+                .map_err(store_error)?;
+            edges.retain(|e| e.edge_type != EdgeType::Mentions);
+            edges.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.id.cmp(&b.id)));
+            m.edges = edges
+                .iter()
+                .take(MAX_EDGES_SHOWN)
+                .map(|e| e.to_protocol())
                 .collect();
             Ok(m)
         }

@@ -42,7 +42,7 @@ table_rows! {
 }
 
 /// An edge's id: one row per namespace, type and pair of ends.
-fn edge_id(namespace: &str, edge_type: EdgeType, src: &Node, dst: &Node) -> String {
+pub fn edge_id(namespace: &str, edge_type: EdgeType, src: &Node, dst: &Node) -> String {
     let (s, d) = (src.kind.as_str(), dst.kind.as_str());
     format!("{namespace}|{edge_type}|{s}:{}|{d}:{}", src.id, dst.id)
 }
@@ -218,30 +218,49 @@ impl EdgeTable {
         }
     }
 
-    /// Every MENTIONS edge again with its entity keyed by `key` (idempotent): an encryption
-    /// leaves no name in the edges either.
-    pub async fn rekey_mentions(
+    /// Every edge with an entity end again with that end keyed by `key` (idempotent): an
+    /// encryption leaves no name in the edges either. A pair of entities keeps its lower key
+    /// first, as consolidation makes it.
+    pub async fn rekey_entities(
         &self,
         writer: &super::WriterHandle,
         key: &(dyn Fn(&str) -> String + Sync),
     ) -> Result<u64, StoreError> {
-        let mentions = self
-            .rows(&col("edge_type").eq(EdgeType::Mentions.as_str()))
-            .await?;
-        let rekeyed: Vec<EdgeRecord> = mentions
-            .iter()
-            .map(|e| {
+        let mut rekeyed = Vec::new();
+        for edge_type in [EdgeType::Mentions, EdgeType::RelatesTo] {
+            let rows = self.rows(&col("edge_type").eq(edge_type.as_str())).await?;
+            rekeyed.extend(rows.iter().map(|e| {
                 let mut again = e.clone();
-                again.dst_id = key(&e.dst_id);
-                again.id = edge_id(&e.namespace, e.edge_type, &e.src(), &again.dst());
+                if e.dst_kind == NodeKind::Entity {
+                    again.dst_id = key(&e.dst_id);
+                }
+                if e.src_kind == NodeKind::Entity {
+                    again.src_id = key(&e.src_id);
+                }
+                if again.src_kind == again.dst_kind && again.src_id > again.dst_id {
+                    std::mem::swap(&mut again.src_id, &mut again.dst_id);
+                }
+                again.id = edge_id(&e.namespace, e.edge_type, &again.src(), &again.dst());
                 again
-            })
-            .collect();
-        writer.submit(self.delete_type(EdgeType::Mentions)).await?;
+            }));
+            writer.submit(self.delete_type(edge_type)).await?;
+        }
         for chunk in rekeyed.chunks(10_000) {
             writer.submit(self.append(chunk)?).await?;
         }
         Ok(rekeyed.len() as u64)
+    }
+
+    /// Deletes the RELATES_TO edges of these entities (keys) of `namespace`: entities no
+    /// memory mentions any more.
+    pub fn delete_related(&self, namespace: &str, keys: &[String]) -> WriteOp {
+        WriteOp::DeleteWhere {
+            table: self.table.clone(),
+            predicate: col("namespace")
+                .eq(namespace)
+                .and(col("edge_type").eq(EdgeType::RelatesTo.as_str()))
+                .and(touching(keys)),
+        }
     }
 
     /// Edges with an end among `ids`, as `filter` allows.
@@ -253,6 +272,11 @@ impl EdgeTable {
         let mut found = Vec::new();
         for chunk in ids.chunks(LOOKUP_CHUNK) {
             found.extend(self.rows(&touching(chunk).and(filter.predicate())).await?);
+        }
+        // An edge whose ends fall in two chunks is found twice.
+        if ids.len() > LOOKUP_CHUNK {
+            let mut seen = std::collections::HashSet::new();
+            found.retain(|e| seen.insert(e.id.clone()));
         }
         Ok(found)
     }
@@ -283,5 +307,30 @@ mod tests {
         assert_eq!(EdgeRecord::from_batch(&batch), vec![e.clone()]);
         assert_eq!(e.other_end(&Node::memory("m1")), Node::entity("maria"));
         assert_eq!(e.other_end(&Node::entity("maria")), Node::memory("m1"));
+    }
+
+    #[tokio::test]
+    async fn an_edge_between_two_lookup_chunks_is_found_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::test_store(dir.path()).await;
+        let ids: Vec<String> = (0..LOOKUP_CHUNK + 2).map(|i| format!("m{i:04}")).collect();
+        // From the first chunk to the second.
+        let edge = EdgeRecord::new(
+            "ns",
+            Node::memory(&ids[0]),
+            Node::memory(&ids[LOOKUP_CHUNK + 1]),
+            EdgeType::TemporalSequence,
+            0.5,
+            "test",
+            1,
+        );
+        let edges = store.edges();
+        store
+            .writer()
+            .submit(edges.append(std::slice::from_ref(&edge)).unwrap())
+            .await
+            .unwrap();
+        let found = edges.touching(&ids, &EdgeFilter::default()).await.unwrap();
+        assert_eq!(found, vec![edge]);
     }
 }

@@ -129,7 +129,7 @@ impl Store {
         sealed += self.writer().submit(WriteOp::Seal { finish: true }).await?;
         self.meta_set(MODE, SEALED).await?;
         self.edges
-            .rekey_mentions(self.writer(), &|k| self.entity_key(k))
+            .rekey_entities(self.writer(), &|k| self.entity_key(k))
             .await?;
         self.purge().await?;
         tracing::info!(

@@ -95,6 +95,7 @@ macro_rules! memory_columns {
                     salience_factors: self.salience_factors(),
                     event: self.event(),
                     entities: Vec::new(),
+                    edges: Vec::new(),
                 }
             }
         }

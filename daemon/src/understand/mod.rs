@@ -1,6 +1,7 @@
 //! Ingest-time analysis: pure functions of the text and when it was said. Rules only; each
 //! part is small and named so a score can be explained and tuned.
 
+pub mod aliases;
 pub mod dates;
 pub mod emotion;
 pub mod entities;

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use mnemo_client::Client;
 use mnemo_protocol::consolidate::{
     ConsolidateRun, ConsolidateRuns, ConsolidateStatus, ConsolidationStatus, PhaseState, Progress,
     RunRecord, RunStatus, RunsParams,
@@ -76,30 +77,7 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
                 return Ok(());
             }
             let bar = std::io::stderr().is_terminal() && !out.json;
-            let run = loop {
-                tokio::time::sleep(Duration::from_millis(250)).await;
-                let status = client.call::<ConsolidateStatus>(&NoParams {}).await?;
-                let current = status.current.as_ref().filter(|r| r.id == started.run_id);
-                if current.is_some_and(|r| r.status == RunStatus::Running) {
-                    if bar {
-                        draw(status.progress.as_ref());
-                    }
-                    continue;
-                }
-                let runs = client
-                    .call::<ConsolidateRuns>(&RunsParams { limit: Some(20) })
-                    .await?;
-                if let Some(run) = runs
-                    .runs
-                    .into_iter()
-                    .find(|r| r.id == started.run_id && r.status != RunStatus::Running)
-                {
-                    break run;
-                }
-            };
-            if bar {
-                eprint!("\r\x1b[2K");
-            }
+            let run = wait_for(&mut client, &started.run_id, bar).await?;
             out.value(&run, || report(&run));
             if run.status == RunStatus::Failed {
                 anyhow::bail!(
@@ -112,13 +90,42 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
     Ok(())
 }
 
+/// Waits for run `run_id` to end (drawing its progress on stderr when `bar`); its record.
+pub async fn wait_for(client: &mut Client, run_id: &str, bar: bool) -> anyhow::Result<RunRecord> {
+    let run = loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let status = client.call::<ConsolidateStatus>(&NoParams {}).await?;
+        let current = status.current.as_ref().filter(|r| r.id == run_id);
+        if current.is_some_and(|r| r.status == RunStatus::Running) {
+            if bar {
+                draw(status.progress.as_ref());
+            }
+            continue;
+        }
+        let runs = client
+            .call::<ConsolidateRuns>(&RunsParams { limit: Some(20) })
+            .await?;
+        if let Some(run) = runs
+            .runs
+            .into_iter()
+            .find(|r| r.id == run_id && r.status != RunStatus::Running)
+        {
+            break run;
+        }
+    };
+    if bar {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(run)
+}
+
 fn draw(progress: Option<&Progress>) {
     if let Some(p) = progress {
         crate::output::draw_progress(p.phase.as_str(), p.done, p.total);
     }
 }
 
-fn status_name(s: RunStatus) -> &'static str {
+pub fn status_name(s: RunStatus) -> &'static str {
     match s {
         RunStatus::Running => "running",
         RunStatus::Yielded => "yielded (resumes when idle)",

@@ -204,6 +204,19 @@ fn memory_text(m: &Memory) -> String {
     if !m.entities.is_empty() {
         lines.push(format!("mentions    {}", m.entities.join(", ")));
     }
+    for (i, e) in m.edges.iter().enumerate() {
+        // The memory is one end (by its lineage, the id of its first version).
+        let other = if e.src.id == m.lineage {
+            &e.dst
+        } else {
+            &e.src
+        };
+        let label = if i == 0 { "links" } else { "" };
+        lines.push(format!(
+            "{label:<12}{} {:.2} {}",
+            e.edge_type, e.weight, other.id
+        ));
+    }
     if !m.tags.is_empty() {
         lines.push(format!("tags        {}", m.tags.join(", ")));
     }

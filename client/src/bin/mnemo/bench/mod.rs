@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use mnemo_client::Client;
+use mnemo_protocol::consolidate::ConsolidateRun;
 use mnemo_protocol::daemon::Status;
 use mnemo_protocol::memory::{
     AddBatch, AddBatchParams, AddParams, Filter, List, ListParams, Search, SearchMode, SearchParams,
@@ -59,6 +60,11 @@ enum BenchWhat {
         /// Skip ingesting (the namespaces are already loaded).
         #[arg(long)]
         no_ingest: bool,
+        /// Ask without a consolidation run after loading. By default one runs first, so the
+        /// figures are those of a store as it is between sessions (indexes folded, similar
+        /// memories linked), not of one caught mid-ingest.
+        #[arg(long)]
+        no_consolidate: bool,
     },
     /// Hostile frames (wrong types, truncations, byte flips, deep nesting, batches): every
     /// reply must be proper JSON-RPC and mnemod must stay up. Adds memories in namespace `fuzz`.
@@ -108,7 +114,11 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             mode,
             singles,
         } => search(&mut client, socket, &sizes, queries, mode, singles).await,
-        BenchWhat::Locomo { path, no_ingest } => locomo(&mut client, &path, !no_ingest).await,
+        BenchWhat::Locomo {
+            path,
+            no_ingest,
+            no_consolidate,
+        } => locomo(&mut client, &path, !no_ingest, !no_consolidate).await,
         BenchWhat::Fuzz { frames, seed } => fuzz::fuzz(socket, frames, seed).await,
         BenchWhat::Load { clients, ops, seed } => load::load(socket, clients, ops, seed).await,
     }
@@ -361,7 +371,12 @@ fn locomo_date(text: &str) -> Option<String> {
 
 const KS: [usize; 4] = [1, 5, 10, 20];
 
-async fn locomo(client: &mut Client, path: &Path, load: bool) -> anyhow::Result<()> {
+async fn locomo(
+    client: &mut Client,
+    path: &Path,
+    load: bool,
+    consolidate: bool,
+) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let samples: Vec<Value> =
@@ -415,6 +430,16 @@ async fn locomo(client: &mut Client, path: &Path, load: bool) -> anyhow::Result<
             "loaded {turns} turns in {secs:.1} s ({:.1} turns/s)",
             turns as f64 / secs
         );
+        if consolidate {
+            let started = Instant::now();
+            let run = client.call::<ConsolidateRun>(&NoParams {}).await?;
+            let run = crate::consolidate::wait_for(client, &run.run_id, false).await?;
+            println!(
+                "consolidated in {:.1} s ({})",
+                started.elapsed().as_secs_f64(),
+                crate::consolidate::status_name(run.status)
+            );
+        }
     }
     // recall[mode][category][k] = (sum of per-question recall, questions)
     let mut recall: BTreeMap<String, BTreeMap<i64, [(f64, usize); 4]>> = BTreeMap::new();

@@ -19,6 +19,9 @@ use crate::store::filter::current;
 use crate::store::{MemoryRecord, Store, StoreError};
 use crate::understand::entities::{extract, fold, Mention};
 
+mod merge;
+use merge::root;
+
 /// How often what changed is written: each write is a merge through the one writer, so
 /// not so often that it slows the memories' commits.
 const FLUSH_EVERY: Duration = Duration::from_secs(5);
@@ -82,6 +85,20 @@ struct Book {
     entities: HashMap<String, Known>,
     /// Ids changed since the last flush.
     dirty: HashSet<String>,
+    /// Ids of the entities merged into another, so finding an entity's aliases reads only
+    /// these.
+    aliases: HashSet<String>,
+}
+
+impl Book {
+    fn replace(&mut self, entities: HashMap<String, Known>) {
+        self.aliases = entities
+            .iter()
+            .filter(|(_, k)| k.merged_into.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        self.entities = entities;
+    }
 }
 
 pub struct EntityBook {
@@ -130,7 +147,7 @@ impl EntityBook {
             );
         }
         let found = entities.len();
-        self.lock().entities = entities;
+        self.lock().replace(entities);
         if found == 0 {
             return self.read_memories().await;
         }
@@ -220,29 +237,42 @@ impl EntityBook {
 
     /// Writes what changed: entities still mentioned, and removes those no memory mentions.
     pub async fn flush(&self) -> Result<(), StoreError> {
-        let (rows, gone) = {
+        let (rows, gone, gone_ids) = {
             let mut book = self.lock();
             let dirty: Vec<String> = book.dirty.drain().collect();
             let mut rows = Vec::new();
-            let mut gone = Vec::new();
+            // namespace -> the keys of its entities no memory mentions any more
+            let mut gone: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            let mut gone_ids = Vec::new();
             for id in dirty {
                 match book.entities.get(&id) {
                     Some(k) if k.mentions > 0 => rows.push(self.row(&id, k)),
                     _ => {
-                        book.entities.remove(&id);
-                        gone.push(id);
+                        book.aliases.remove(&id);
+                        if let Some(k) = book.entities.remove(&id) {
+                            gone.entry(k.namespace).or_default().push(k.key);
+                        }
+                        gone_ids.push(id);
                     }
                 }
             }
-            (rows, gone)
+            (rows, gone, gone_ids)
         };
         let entities = self.store.entities();
         let writer = self.store.writer();
         if !rows.is_empty() {
             writer.submit(entities.upsert(&rows)?).await?;
         }
-        for chunk in gone.chunks(1000) {
+        for chunk in gone_ids.chunks(1000) {
             writer.submit(entities.delete_ids(chunk)).await?;
+        }
+        // Their MENTIONS went with the memories; what related them goes with them.
+        for (namespace, keys) in &gone {
+            for chunk in keys.chunks(500) {
+                writer
+                    .submit(self.store.edges().delete_related(namespace, chunk))
+                    .await?;
+            }
         }
         Ok(())
     }
@@ -277,12 +307,15 @@ impl EntityBook {
             // Every row goes below; a pending delete of a plain id would write the name into
             // the table's transaction log after the purge.
             book.dirty.clear();
+            let mut keyed = HashMap::new();
             for (_, mut k) in old {
                 k.key = self.store.entity_key(&k.key);
+                k.merged_into = k.merged_into.map(|m| self.store.entity_key(&m));
                 let id = entity_id(&k.namespace, &k.key);
                 book.dirty.insert(id.clone());
-                book.entities.insert(id, k);
+                keyed.insert(id, k);
             }
+            book.replace(keyed);
         }
         let writer = self.store.writer();
         writer.submit(self.store.entities().delete_all()).await?;
@@ -303,10 +336,17 @@ impl EntityBook {
         };
         let prefix = p.prefix.as_deref().map(fold);
         let book = self.lock();
+        // An alias is listed as part of its entity, its mentions counted there.
+        let mut merged: HashMap<String, i64> = HashMap::new();
+        for k in book.aliases.iter().filter_map(|id| book.entities.get(id)) {
+            if let Some(top) = root(&book.entities, &k.namespace, &k.key) {
+                *merged.entry(entity_id(&k.namespace, &top)).or_default() += k.mentions;
+            }
+        }
         let mut found: Vec<&Known> = book
             .entities
             .values()
-            .filter(|k| k.mentions > 0)
+            .filter(|k| k.mentions > 0 && k.merged_into.is_none())
             .filter(|k| p.namespace.as_ref().is_none_or(|ns| *ns == k.namespace))
             .filter(|k| p.entity_type.is_none_or(|t| t == k.entity_type))
             .filter(|k| {
@@ -334,32 +374,55 @@ impl EntityBook {
             .iter()
             .skip(offset)
             .take(limit)
-            .map(|k| k.to_protocol())
+            .map(|k| {
+                let mut e = k.to_protocol();
+                let more = merged.get(&entity_id(&k.namespace, &k.key)).copied();
+                e.mention_count += more.unwrap_or(0).max(0) as u64;
+                e
+            })
             .collect();
         let next = (offset + limit < found.len()).then(|| (offset + limit).to_string());
         Ok((page, total, next))
     }
 
-    /// The entities of `namespace` (or of every namespace) named `name` in any of its forms.
+    /// The entities of `namespace` (or of every namespace) named `name` in any of its forms;
+    /// an alias answers the entity it was merged into.
     pub fn named(&self, namespace: Option<&str>, name: &str) -> Vec<Entity> {
         let key = self.store.entity_key(&fold(name));
-        self.lock()
-            .entities
+        let book = self.lock();
+        book.entities
             .values()
             .filter(|k| k.key == key && k.mentions > 0)
             .filter(|k| namespace.is_none_or(|ns| ns == k.namespace))
-            .map(Known::to_protocol)
+            .filter_map(|k| view(&book, &k.namespace, &k.key))
             .collect()
     }
 
-    /// Names by key, for the related entities of `namespace`.
+    /// Names by key, for the related entities of `namespace`; an alias answers its entity.
     pub fn by_key(&self, namespace: &str, key: &str) -> Option<Entity> {
-        self.lock()
-            .entities
-            .get(&entity_id(namespace, key))
-            .filter(|k| k.mentions > 0)
-            .map(Known::to_protocol)
+        view(&self.lock(), namespace, key)
     }
+}
+
+/// The entity `key` stands for in `namespace` (itself, or what it was merged into), with the
+/// mentions of its aliases counted.
+fn view(book: &Book, namespace: &str, key: &str) -> Option<Entity> {
+    let (entities, aliases) = (&book.entities, &book.aliases);
+    let top = root(entities, namespace, key)?;
+    let k = entities.get(&entity_id(namespace, &top))?;
+    let aliases: i64 = aliases
+        .iter()
+        .filter_map(|id| entities.get(id))
+        .filter(|a| a.namespace == namespace)
+        .filter(|a| root(entities, namespace, &a.key).as_deref() == Some(top.as_str()))
+        .map(|a| a.mentions)
+        .sum();
+    let mentions = k.mentions + aliases;
+    (mentions > 0).then(|| {
+        let mut e = k.to_protocol();
+        e.mention_count = mentions.max(0) as u64;
+        e
+    })
 }
 
 /// Writes what changed every few seconds, and once more at shutdown.
