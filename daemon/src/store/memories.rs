@@ -1,13 +1,12 @@
 //! Reads of the `memories` table: by id, pages, lineages, and the two retrievers.
 
-use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::RecordBatch;
 use lancedb::query::ColumnOrdering;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::query::{QueryBase, Select};
 
 use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
 use super::seal::Sealing;
-use super::sql::{col, Filtered, Pred};
+use super::sql::{col, read, Filtered, Pred};
 use super::{Store, StoreError};
 
 /// A row a retriever returned, with its raw score (`_distance` or `_score`).
@@ -27,12 +26,6 @@ impl Store {
         let mut columns = columns_without_vector(&self.schema);
         columns.push(score.to_string());
         Select::columns(&columns)
-    }
-
-    async fn collect(
-        stream: lancedb::arrow::SendableRecordBatchStream,
-    ) -> Result<Vec<RecordBatch>, StoreError> {
-        Ok(stream.try_collect().await?)
     }
 
     /// The rows of `batches`, opened (in an encrypted store, content and metadata decrypted).
@@ -55,7 +48,7 @@ impl Store {
         if let Some(limit) = limit {
             query = query.limit(limit);
         }
-        let batches = Self::collect(query.execute().await?).await?;
+        let batches = read(&query).await?;
         self.rows(&batches)
     }
 
@@ -80,7 +73,7 @@ impl Store {
             .query()
             .filtered(predicate)
             .select(Select::columns(&columns));
-        let batches = Self::collect(query.execute().await?).await?;
+        let batches = read(&query).await?;
         self.rows(&batches)
     }
 
@@ -99,7 +92,7 @@ impl Store {
             .filtered(&predicate)
             .select(Select::columns(&["vector"]))
             .limit(limit);
-        let batches = Self::collect(query.execute().await?).await?;
+        let batches = read(&query).await?;
         Ok(batches
             .iter()
             .flat_map(from_batch)
@@ -116,14 +109,8 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let batches = Self::collect(
-            self.memories
-                .query()
-                .filtered(&col("id").one_of(ids))
-                .execute()
-                .await?,
-        )
-        .await?;
+        let query = self.memories.query().filtered(&col("id").one_of(ids));
+        let batches = read(&query).await?;
         self.rows(&batches)
     }
 
@@ -138,17 +125,14 @@ impl Store {
         if let Some(cursor) = before {
             predicate = predicate.and(col("id").lt(cursor));
         }
-        let batches = Self::collect(
-            self.memories
-                .query()
-                .filtered(&predicate)
-                .select(self.plain_columns())
-                .order_by(Some(vec![ColumnOrdering::desc_nulls_last("id".into())]))
-                .limit(limit)
-                .execute()
-                .await?,
-        )
-        .await?;
+        let query = self
+            .memories
+            .query()
+            .filtered(&predicate)
+            .select(self.plain_columns())
+            .order_by(Some(vec![ColumnOrdering::desc_nulls_last("id".into())]))
+            .limit(limit);
+        let batches = read(&query).await?;
         self.rows(&batches)
     }
 
@@ -192,7 +176,7 @@ impl Store {
             .filtered(&predicate)
             .select(self.columns_with("_distance"))
             .limit(limit);
-        let batches = Self::collect(query.execute().await?).await?;
+        let batches = read(&query).await?;
         scored(&self.sealing, &batches, "_distance")
     }
 
@@ -214,7 +198,7 @@ impl Store {
             .filtered(predicate)
             .select(self.columns_with("_score"))
             .limit(limit);
-        let batches = Self::collect(query.execute().await?).await?;
+        let batches = read(&query).await?;
         scored(&self.sealing, &batches, "_score")
     }
 }

@@ -264,13 +264,37 @@ pub(super) async fn matching(
     predicate: &Pred,
     columns: Option<&[&str]>,
 ) -> Result<Vec<lancedb::arrow::arrow_array::RecordBatch>, super::StoreError> {
-    use futures::TryStreamExt;
-    use lancedb::query::ExecutableQuery;
     let mut query = table.query().filtered(predicate);
     if let Some(columns) = columns {
         query = query.select(lancedb::query::Select::columns(columns));
     }
-    Ok(query.execute().await?.try_collect().await?)
+    read(&query).await
+}
+
+/// Runs `query` and collects what it answers; again (twice at most) when a purge deleted a
+/// file of the version it started reading — a forget removes old versions at once, and a
+/// read that began before sees the current version the next time.
+pub(super) async fn read(
+    query: &impl lancedb::query::ExecutableQuery,
+) -> Result<Vec<lancedb::arrow::arrow_array::RecordBatch>, super::StoreError> {
+    use futures::TryStreamExt;
+    let mut tries = 0;
+    loop {
+        let answer = async { query.execute().await?.try_collect::<Vec<_>>().await }.await;
+        match answer {
+            Err(e) if tries < 2 && pruned_under_us(&e) => {
+                tries += 1;
+                tracing::debug!("a file was pruned during a read; reading again: {e}");
+            }
+            answer => return Ok(answer?),
+        }
+    }
+}
+
+/// Whether `e` says a data or index file of the table is gone (LanceDB names the path).
+fn pruned_under_us(e: &lancedb::Error) -> bool {
+    let text = e.to_string();
+    text.contains("Not found") && (text.contains(".lance") || text.contains("_indices"))
 }
 
 pub(super) trait Filtered {
