@@ -18,11 +18,19 @@ pub const BY_INGEST: &str = "ingest";
 /// A conversation's order starts at half strength: recalling two turns together moves their
 /// edge towards 1 (consolidation's Hebbian phase), disuse brings it back.
 pub const SEQUENCE_WEIGHT: f32 = 0.5;
+/// A turn that asks something and the turn after it (most often the answer) are closer: a
+/// recall that finds the question lends more to its reply.
+pub const REPLY_WEIGHT: f32 = 0.8;
+
+/// Whether a turn asks something: what follows it in the conversation likely answers.
+pub fn asks(text: &str) -> bool {
+    text.contains('?')
+}
 
 pub struct Linker {
     store: Arc<Store>,
-    /// (namespace, session) → the lineage of its latest memory.
-    tails: Mutex<HashMap<(String, String), String>>,
+    /// (namespace, session) → the lineage of its latest memory, and whether it asks.
+    tails: Mutex<HashMap<(String, String), (String, bool)>>,
 }
 
 /// The MENTIONS edges of `r`: one to each entity it names, by `key` (the store's
@@ -71,18 +79,18 @@ impl Linker {
                 Some(t) => Some(t.clone()),
                 None => self.stored_tail(r).await?,
             };
-            if let Some(before) = before.filter(|b| *b != r.lineage) {
+            if let Some((before, asked)) = before.filter(|b| b.0 != r.lineage) {
                 edges.push(EdgeRecord::new(
                     &r.namespace,
                     Node::memory(before),
                     Node::memory(&r.lineage),
                     EdgeType::TemporalSequence,
-                    SEQUENCE_WEIGHT,
+                    if asked { REPLY_WEIGHT } else { SEQUENCE_WEIGHT },
                     BY_INGEST,
                     now,
                 ));
             }
-            tails.insert(key, r.lineage.clone());
+            tails.insert(key, (r.lineage.clone(), asks(&r.content)));
         }
         Ok(edges)
     }
@@ -92,8 +100,8 @@ impl Linker {
         mentions(r, now, &|k| self.store.entity_key(k))
     }
 
-    /// The latest stored memory of `r`'s session other than `r` itself.
-    async fn stored_tail(&self, r: &MemoryRecord) -> Result<Option<String>, StoreError> {
+    /// The latest stored memory of `r`'s session other than `r` itself, and whether it asks.
+    async fn stored_tail(&self, r: &MemoryRecord) -> Result<Option<(String, bool)>, StoreError> {
         let Some(session) = &r.session_id else {
             return Ok(None);
         };
@@ -104,13 +112,13 @@ impl Linker {
                     .and(col("namespace").eq(&r.namespace))
                     .and(col("session_id").eq(session))
                     .and(col("lineage").ne(&r.lineage)),
-                &["lineage", "created_at"],
+                &["lineage", "created_at", "content"],
             )
             .await?;
         Ok(rows
             .into_iter()
             .max_by(|a, b| (a.created_at, &a.lineage).cmp(&(b.created_at, &b.lineage)))
-            .map(|r| r.lineage))
+            .map(|r| (r.lineage, asks(&r.content))))
     }
 
     /// Forgets what it knows of sessions whose memories were deleted (the next add there
@@ -183,5 +191,28 @@ mod tests {
             sequence(&edges),
             vec![(first[1].lineage.clone(), next[0].lineage.clone())]
         );
+    }
+
+    #[tokio::test]
+    async fn the_reply_to_a_question_is_linked_closer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = test_store(dir.path()).await;
+        let turns = [
+            said(Some("s"), "Caroline: what concert was it?", 1, &[]),
+            said(Some("s"), "Melanie: Matt Patterson, so talented", 2, &[]),
+            said(Some("s"), "Caroline: wow", 3, &[]),
+        ];
+        let edges = Linker::new(store.clone()).link(&turns, 10).await.unwrap();
+        let weights: Vec<f32> = edges.iter().map(|e| e.weight).collect();
+        assert_eq!(weights, vec![REPLY_WEIGHT, SEQUENCE_WEIGHT]);
+
+        // After a restart the stored question still counts.
+        store
+            .writer()
+            .submit(WriteOp::Insert(turns[..1].to_vec()))
+            .await
+            .unwrap();
+        let edges = Linker::new(store).link(&turns[1..2], 11).await.unwrap();
+        assert_eq!(edges[0].weight, REPLY_WEIGHT);
     }
 }
