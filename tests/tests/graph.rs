@@ -292,6 +292,25 @@ async fn consolidation_links_similar_memories_and_relates_names_said_together() 
     assert!((pair[0].weight - 0.37).abs() < 1e-4, "{:?}", pair[0]);
     assert_eq!(pair[0].activation_count, 2);
 
+    // The entity page shows the edge's weight beside the count.
+    let maria = c
+        .call::<mnemo_protocol::entity::Get>(&mnemo_protocol::entity::GetParams {
+            name: "Maria".into(),
+            namespace: Some(NS.into()),
+        })
+        .await
+        .unwrap();
+    let caroline = maria
+        .related
+        .iter()
+        .find(|r| r.name == "Caroline")
+        .expect("Caroline is related");
+    assert_eq!(caroline.together, 2);
+    assert!(
+        (caroline.edge_weight.unwrap() - 0.37).abs() < 1e-4,
+        "{caroline:?}"
+    );
+
     // A second run counts nothing twice.
     let again = daemon.consolidate_now();
     assert_eq!(again.count(Phase::Entities, "related"), 0, "{again:?}");

@@ -109,8 +109,12 @@ pub async fn get(a: EntityArgs, socket: &Path, out: &Output) -> anyhow::Result<(
         if !r.related.is_empty() {
             lines.push("Mentioned with:".into());
             for rel in &r.related {
+                let edge = rel
+                    .edge_weight
+                    .map(|w| format!(", RELATES_TO {w:.2}"))
+                    .unwrap_or_default();
                 lines.push(format!(
-                    "  {:<24} {:<12} {}× together ({:.2})",
+                    "  {:<24} {:<12} {}× together ({:.2}{edge})",
                     rel.name, rel.entity_type, rel.together, rel.weight
                 ));
             }
