@@ -11,19 +11,33 @@ use ratatui::Frame;
 use super::titled;
 use crate::app::App;
 
-/// A run's phases in a few words: what changed.
+/// A run's phases in a few words: what changed (counts of 0 left out).
 pub fn phase_summary(run: &RunRecord) -> String {
     let c = |p, k| run.count(p, k);
-    format!(
-        "acc {} · decay {}↓ {}faded · dedup {} · sum {} · frags {}→{}",
-        c(Phase::Access, "events"),
-        c(Phase::Decay, "weakened"),
-        c(Phase::Decay, "faded"),
-        c(Phase::Dedup, "merged"),
-        c(Phase::Summaries, "summaries"),
+    let mut parts: Vec<String> = [
+        ("acc", c(Phase::Access, "events")),
+        ("weaker", c(Phase::Decay, "weakened")),
+        ("faded", c(Phase::Decay, "faded")),
+        ("merged", c(Phase::Dedup, "merged")),
+        ("similar", c(Phase::Dedup, "similar")),
+        ("aliases", c(Phase::Entities, "aliases")),
+        ("summaries", c(Phase::Summaries, "summaries")),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(what, n)| format!("{what} {n}"))
+    .collect();
+    let (before, after) = (
         c(Phase::Storage, "fragments_before"),
         c(Phase::Storage, "fragments_after"),
-    )
+    );
+    if before != after {
+        parts.push(format!("frags {before}→{after}"));
+    }
+    if parts.is_empty() {
+        return "nothing changed".into();
+    }
+    parts.join(" · ")
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
@@ -135,7 +149,8 @@ mod tests {
             "started_at": "2026-11-22T03:00:00.000Z", "updated_at": "2026-11-22T03:00:09.000Z",
             "phases": [
                 {"phase": "access", "state": "done", "counts": {"events": 7}},
-                {"phase": "dedup", "state": "done", "counts": {"merged": 2}},
+                {"phase": "entities", "state": "done", "counts": {"aliases": 1}},
+                {"phase": "dedup", "state": "done", "counts": {"merged": 2, "similar": 5}},
                 {"phase": "storage", "state": "done", "counts": {"fragments_before": 40, "fragments_after": 3}}
             ]
         }))
@@ -155,7 +170,10 @@ mod tests {
         assert!(screen.contains("dedup 64/128"), "{screen}");
         assert!(screen.contains("2026-11-22 03:00:00"), "{screen}");
         assert!(screen.contains("acc 7"), "{screen}");
-        assert!(screen.contains("dedup 2"), "{screen}");
+        assert!(
+            screen.contains("merged 2 · similar 5 · aliases 1"),
+            "{screen}"
+        );
         assert!(screen.contains("frags 40→3"), "{screen}");
     }
 }
