@@ -355,6 +355,29 @@ async fn consolidation_merges_the_aliases_a_chat_proves_and_recall_uses_them() {
     let got = c.call::<Get>(&GetParams { id: bob.clone() }).await.unwrap();
     assert_eq!(got.entities, vec!["Caroline", "Robert"]);
 
+    // Names said together relate under the entity's key, not the alias's.
+    let caroline = mel
+        .related
+        .iter()
+        .find(|r| r.name == "Caroline")
+        .expect("Caroline is related to Melanie");
+    assert!(caroline.edge_weight.is_some(), "{caroline:?}");
+    use mnemo_protocol::graph::{EdgeType, Neighbors, NeighborsParams, Node};
+    let from_alias = c
+        .call::<Neighbors>(&NeighborsParams {
+            node: Node::entity("mel"),
+            namespace: Some("chat".into()),
+            types: vec![EdgeType::RelatesTo],
+            min_weight: None,
+            depth: Some(1),
+            limit: None,
+        })
+        .await;
+    assert!(
+        from_alias.as_ref().map_or(true, |r| r.edges.is_empty()),
+        "{from_alias:?}"
+    );
+
     // A query naming Robert lifts the memory that says Bob.
     let found = search(&mut c, "chat", "what did Robert bring").await;
     assert!(entity_of(&found, &bob) > 0.0, "{found:?}");

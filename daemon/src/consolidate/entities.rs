@@ -82,6 +82,22 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let speakers = speakers(&rows);
     let times: Vec<i64> = rows.iter().map(|r| r.created_at).collect();
     let total = rows.len() as u64;
+    // Aliases first, so names said together relate under the entity's own key.
+    for r in &rows {
+        for (alias, of) in proven(r, &speakers) {
+            if book.merge(&r.namespace, &alias, &of) {
+                bump(record, "aliases", 1);
+            }
+        }
+    }
+    bump(record, "spellings", book.merge_spellings() as u64);
+    for r in &mut rows {
+        r.entities = r
+            .entities
+            .iter()
+            .map(|key| book.canonical(&r.namespace, key))
+            .collect();
+    }
     for block in time_blocks(&times, config.batch_rows.max(1)) {
         pace.checkpoint().await?;
         let end = block.end;
@@ -91,18 +107,10 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             store.writer().submit(store.edges().upsert(&edges)?).await?;
             bump(record, "related", edges.len() as u64);
         }
-        for r in block {
-            for (alias, of) in proven(r, &speakers) {
-                if book.merge(&r.namespace, &alias, &of) {
-                    bump(record, "aliases", 1);
-                }
-            }
-        }
         let through = block.last().map_or(watermark, |r| r.created_at);
         store.meta_set(WATERMARK, &through.to_string()).await?;
         pace.progress(Phase::Entities, end as u64, total);
     }
-    bump(record, "spellings", book.merge_spellings() as u64);
     Ok(())
 }
 

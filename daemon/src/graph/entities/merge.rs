@@ -97,6 +97,12 @@ impl EntityBook {
             .count()
     }
 
+    /// The key of the entity `key` stands for in `namespace`: its own, or the one it was merged
+    /// into.
+    pub fn canonical(&self, namespace: &str, key: &str) -> String {
+        root(&self.lock().entities, namespace, key).unwrap_or_else(|| key.to_string())
+    }
+
     /// Every key of the entity `key` stands for in `namespace` (or in every namespace): its
     /// own, its entity's, and every alias merged into that entity.
     pub fn same_as(&self, namespace: Option<&str>, key: &str) -> Vec<String> {
@@ -221,6 +227,9 @@ mod tests {
         same.sort();
         assert_eq!(same, vec!["mel", "melanie"]);
         assert_eq!(book.same_as(Some("chat"), "mel").len(), 2);
+        assert_eq!(book.canonical("chat", "mel"), "melanie");
+        assert_eq!(book.canonical("chat", "caroline"), "caroline");
+        assert_eq!(book.canonical("chat", "unknown"), "unknown");
         let (listed, total, _) = book.list(&ListParams::default()).unwrap();
         assert_eq!(total, 3, "{listed:?}");
         assert!(listed.iter().all(|e| e.id != "mel"));
