@@ -63,74 +63,29 @@ impl Node {
     }
 }
 
-macro_rules! edge_types {
-    ($( $(#[$doc:meta])* $variant:ident = $name:literal, )*) => {
-        /// What an edge says about its two ends.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        pub enum EdgeType {
-            $( $(#[$doc])* #[serde(rename = $name)] $variant, )*
-        }
-
-        impl EdgeType {
-            pub const ALL: &'static [EdgeType] = &[$(Self::$variant),*];
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $( Self::$variant => $name, )*
-                }
-            }
-        }
-    };
-}
-
-edge_types! {
-    /// A memory names an entity.
-    Mentions = "MENTIONS",
-    /// Two entities named together.
-    RelatesTo = "RELATES_TO",
-    Supports = "SUPPORTS",
-    Contradicts = "CONTRADICTS",
-    /// A newer statement replaces an older one.
-    Updates = "UPDATES",
-    Extends = "EXTENDS",
-    /// A memory made from others (a summary).
-    Derives = "DERIVES",
-    /// One memory follows another in the same session.
-    TemporalSequence = "TEMPORAL_SEQUENCE",
-    Causal = "CAUSAL",
-    /// Close in meaning (formed by consolidation).
-    Similar = "SIMILAR",
-    /// Recalled together.
-    Associated = "ASSOCIATED",
-}
-
-/// The least specific type, for a stored value this build does not know.
-impl Default for EdgeType {
-    fn default() -> Self {
-        Self::Associated
-    }
-}
-
-impl std::str::FromStr for EdgeType {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let upper = s.to_ascii_uppercase().replace('-', "_");
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|t| t.as_str() == upper)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|t| t.as_str()).collect();
-                format!(
-                    "unknown edge type `{s}`; expected one of {}",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-impl std::fmt::Display for EdgeType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::name_set! {
+    /// What an edge says about its two ends.
+    EdgeType, "edge type" {
+        /// A memory names an entity.
+        Mentions = "MENTIONS",
+        /// Two entities named together.
+        RelatesTo = "RELATES_TO",
+        Supports = "SUPPORTS",
+        Contradicts = "CONTRADICTS",
+        /// A newer statement replaces an older one.
+        Updates = "UPDATES",
+        Extends = "EXTENDS",
+        /// A memory made from others (a summary).
+        Derives = "DERIVES",
+        /// One memory follows another in the same session.
+        TemporalSequence = "TEMPORAL_SEQUENCE",
+        Causal = "CAUSAL",
+        /// Close in meaning (formed by consolidation).
+        Similar = "SIMILAR",
+        /// Recalled together; also the least specific type, for a stored value this build
+        /// does not know.
+        #[default]
+        Associated = "ASSOCIATED",
     }
 }
 

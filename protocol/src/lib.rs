@@ -38,17 +38,17 @@ pub trait Method {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
-/// Declares a closed set of names once: the enum (snake_case on the wire), `ALL`, `as_str`,
-/// `FromStr` with an error listing the names, and `Display`. `$what` names the set in errors.
+/// Declares a closed set of names once: the enum (each variant on the wire as its text),
+/// `ALL`, `as_str`, `FromStr` (any case, `-` for `_`) with an error listing the names, and
+/// `Display`. `$what` names the set in errors.
 macro_rules! name_set {
     ($(#[$meta:meta])* $name:ident, $what:literal {
         $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )*
     }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default)]
-        #[serde(rename_all = "snake_case")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize, Default)]
         pub enum $name {
-            $( $(#[$vmeta])* $variant, )*
+            $( $(#[$vmeta])* #[serde(rename = $text)] $variant, )*
         }
 
         impl $name {
@@ -64,10 +64,11 @@ macro_rules! name_set {
         impl std::str::FromStr for $name {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
+                let wanted = s.replace('-', "_");
                 Self::ALL
                     .iter()
                     .copied()
-                    .find(|k| k.as_str() == s)
+                    .find(|k| k.as_str().eq_ignore_ascii_case(&wanted))
                     .ok_or_else(|| {
                         let names: Vec<_> = Self::ALL.iter().map(|k| k.as_str()).collect();
                         format!(concat!("unknown ", $what, " `{}`; expected one of {}"), s, names.join(", "))

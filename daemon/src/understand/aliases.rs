@@ -3,7 +3,7 @@
 //! line greets its listener by ("Hey Mel!", "Thanks, Mel."), which consolidation matches
 //! against the other speakers of the session. Names come back folded ([`fold`]).
 
-use super::entities::fold;
+use super::entities::{fold, speaker_line};
 
 /// `alias` is another name of `of` (both folded).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,13 +93,13 @@ const COMMON: &[&str] = &[
 
 /// The text after a `Speaker: ` prefix, and the speaker (folded), if the line has one.
 fn spoken(text: &str) -> (Option<String>, &str) {
-    if let Some((head, rest)) = text.split_once(": ") {
-        let words: Vec<&str> = head.split_whitespace().collect();
-        if (1..=3).contains(&words.len()) && words.iter().all(|w| name_word(w).is_some()) {
-            return (Some(fold(head)), rest);
+    match speaker_line(text) {
+        // Stricter than a speaker line alone: "The: …" or "Mom: …" names no one.
+        Some((head, rest)) if head.split(' ').all(|w| name_word(w).is_some()) => {
+            (Some(fold(head)), rest)
         }
+        _ => (None, text),
     }
-    (None, text)
 }
 
 /// Lower-cased words of `text` with their raw forms, for phrase matching.

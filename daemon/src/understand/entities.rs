@@ -142,13 +142,18 @@ impl Found {
 
 /// "Caroline: …" or "Dr Smith: …" at the start: the author.
 fn speaker(text: &str, found: &mut Found) {
-    let Some((head, _)) = text.trim_start().split_once(": ") else {
-        return;
-    };
-    let names: Vec<&str> = head.split(' ').collect();
-    if names.len() <= 3 && names.iter().all(|w| capitalised(w) && w.len() < 30) {
+    if let Some((head, _)) = speaker_line(text) {
         found.push(head, EntityKind::Person, Some("speaker"));
     }
+}
+
+/// A `Name: words` line split into its speaker (one to three capitalised words) and what
+/// they said.
+pub fn speaker_line(text: &str) -> Option<(&str, &str)> {
+    let (head, said) = text.trim_start().split_once(": ")?;
+    let names: Vec<&str> = head.split(' ').collect();
+    (names.len() <= 3 && names.iter().all(|w| capitalised(w) && w.len() < 30))
+        .then_some((head, said))
 }
 
 /// URLs, paths and @handles: recognised by their shape alone.

@@ -2,7 +2,7 @@
 //! gains its written forms; lookups by either name find the entity, and recall matches the
 //! memories that use any of its names.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use super::{better_type, EntityBook, Known};
 use crate::store::entities::entity_id;
@@ -108,29 +108,23 @@ impl EntityBook {
     pub fn same_as(&self, namespace: Option<&str>, key: &str) -> Vec<String> {
         let book = self.lock();
         let mut keys = vec![key.to_string()];
-        if book.aliases.is_empty() {
-            return keys;
-        }
-        let namespaces: BTreeSet<&str> = book
-            .entities
-            .values()
-            .filter(|k| k.key == key)
-            .map(|k| k.namespace.as_str())
-            .filter(|ns| namespace.is_none_or(|want| want == *ns))
-            .collect();
-        for ns in namespaces {
-            let Some(top) = root(&book.entities, ns, key) else {
+        // Only the aliases are read (a search asks this for each name it finds).
+        for alias in book.aliases.iter().filter_map(|id| book.entities.get(id)) {
+            let ns = alias.namespace.as_str();
+            if namespace.is_some_and(|want| want != ns) {
+                continue;
+            }
+            let (Some(top), Some(alias_top)) = (
+                root(&book.entities, ns, key),
+                root(&book.entities, ns, &alias.key),
+            ) else {
                 continue;
             };
-            let merged = book
-                .aliases
-                .iter()
-                .filter_map(|id| book.entities.get(id))
-                .filter(|k| k.namespace == ns)
-                .filter(|k| root(&book.entities, ns, &k.key).as_deref() == Some(top.as_str()));
-            for k in merged.map(|k| &k.key).chain([&top]) {
-                if !keys.contains(k) {
-                    keys.push(k.clone());
+            if top == alias_top {
+                for k in [&alias.key, &top] {
+                    if !keys.contains(k) {
+                        keys.push(k.clone());
+                    }
                 }
             }
         }
