@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 packaging/deps.sh --test
 export PATH="$HOME/.cargo/bin:$PATH"
 packaging/fetch-model.sh
+# The MCP client the bridge's end-to-end test drives (the official Python SDK).
+packaging/mcp-client.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mnemo/target}"
 
 cargo build --workspace --bins

@@ -9,6 +9,7 @@ use mnemo_protocol::paths;
 use mnemo_protocol::{NoParams, PROTOCOL_VERSION};
 use serde::Serialize;
 
+use crate::launch::find_bin;
 use crate::output::encryption_text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,21 +43,6 @@ fn check(
         detail: detail.into(),
         fix: fix.map(str::to_string),
     }
-}
-
-/// A sibling binary (installed together) or one on PATH.
-fn find_bin(name: &str) -> Option<PathBuf> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join(name)))
-        .filter(|p| p.exists());
-    beside.or_else(|| {
-        std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join(name))
-                .find(|p| p.exists())
-        })
-    })
 }
 
 fn version_of(bin: &Path) -> Option<String> {

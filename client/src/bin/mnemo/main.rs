@@ -6,6 +6,8 @@ mod doctor;
 mod encrypt;
 mod entity;
 mod graph;
+mod launch;
+mod mcp;
 mod memory;
 mod output;
 mod system;
@@ -71,6 +73,9 @@ enum Command {
     /// (created if missing; back it up). Vectors, times and tags stay plain: see the README.
     /// New stores are encrypted from the start with `[security] encrypt = true`.
     Encrypt,
+    /// Serve MCP on stdio for Claude, Cursor, VS Code and other MCP clients: tools to remember,
+    /// recall, update and forget, forwarded to mnemod (started when nothing answers).
+    Mcp(mcp::McpArgs),
     /// Check the installation (binaries, config, data dir, model, service, daemon, GPU) and
     /// say how to fix each problem.
     Doctor,
@@ -137,6 +142,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Entity(args) => entity::get(args, &socket, &out).await?,
         Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
+        Command::Mcp(args) => mcp::run(args, &socket).await?,
     }
     Ok(())
 }
@@ -144,7 +150,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 fn main() -> ExitCode {
     mnemo_protocol::manpage::print_if_asked(Cli::command);
     let cli = Cli::parse();
-    let json = cli.json;
+    // `mnemo mcp` owns stdout for the protocol: its errors go to stderr as text.
+    let json = cli.json && !matches!(cli.command, Command::Mcp(_));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

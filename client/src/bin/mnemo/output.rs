@@ -152,8 +152,13 @@ impl Output {
     }
 }
 
-fn memory_line(m: &Memory) -> String {
+/// The day a memory speaks of: when it happened, else when it was added (YYYY-MM-DD).
+pub fn day(m: &Memory) -> &str {
     let when = m.occurred_at.as_deref().unwrap_or(&m.created_at);
+    &when[..when.len().min(10)]
+}
+
+fn memory_line(m: &Memory) -> String {
     let mut content: String = m.content.chars().take(100).collect();
     if content.len() < m.content.len() {
         content.push('…');
@@ -161,7 +166,7 @@ fn memory_line(m: &Memory) -> String {
     format!(
         "{}  {}  {:<9} {}",
         m.id,
-        &when[..when.len().min(10)],
+        day(m),
         m.kind.as_str(),
         content.replace('\n', " ")
     )

@@ -1,0 +1,98 @@
+//! The resources `mnemo mcp` offers: what a client may read into a conversation without a
+//! tool call — the recent memories, the entities, one memory with its history.
+
+use mnemo_protocol::entity;
+use mnemo_protocol::memory::{History, HistoryParams, List, ListParams};
+use rmcp::model::{ErrorData, Resource, ResourceContents, ResourceTemplate};
+
+use super::link::Link;
+use super::render;
+
+pub const RECENT: &str = "mnemo://memories/recent";
+pub const ENTITIES: &str = "mnemo://entities";
+const MEMORY_PREFIX: &str = "mnemo://memory/";
+/// Memories the recent resource holds.
+const RECENT_COUNT: usize = 20;
+/// Entities the entities resource holds.
+const ENTITY_COUNT: usize = 50;
+
+pub fn list() -> Vec<Resource> {
+    vec![
+        Resource::new(RECENT, "recent memories")
+            .with_title("Recent memories")
+            .with_description("The 20 memories added last, newest first, with day and id.")
+            .with_mime_type("text/markdown"),
+        Resource::new(ENTITIES, "entities")
+            .with_title("People, places and things")
+            .with_description("The 50 entities the memories mention most, with their aliases.")
+            .with_mime_type("text/markdown"),
+    ]
+}
+
+pub fn templates() -> Vec<ResourceTemplate> {
+    vec![
+        ResourceTemplate::new(format!("{MEMORY_PREFIX}{{id}}"), "memory")
+            .with_title("One memory")
+            .with_description("A memory by id, with every earlier version of it.")
+            .with_mime_type("text/markdown"),
+    ]
+}
+
+fn markdown(uri: &str, text: String) -> ResourceContents {
+    ResourceContents::TextResourceContents {
+        uri: uri.into(),
+        mime_type: Some("text/markdown".into()),
+        text,
+        meta: None,
+    }
+}
+
+/// The text of the resource at `uri`.
+pub async fn read(link: &Link, uri: &str) -> Result<ResourceContents, ErrorData> {
+    let unavailable = |e: String| ErrorData::internal_error(e, None);
+    let text = if uri == RECENT {
+        let params = ListParams {
+            limit: Some(RECENT_COUNT),
+            ..Default::default()
+        };
+        let page = link.call::<List>(&params).await.map_err(unavailable)?;
+        format!("# Recent memories\n\n{}", render::listing(&page.memories))
+    } else if uri == ENTITIES {
+        let params = entity::ListParams {
+            limit: Some(ENTITY_COUNT),
+            ..Default::default()
+        };
+        let page = link
+            .call::<entity::List>(&params)
+            .await
+            .map_err(unavailable)?;
+        format!(
+            "# People, places and things\n\n{}",
+            render::entities(&page.entities, page.total)
+        )
+    } else if let Some(id) = uri.strip_prefix(MEMORY_PREFIX).filter(|id| !id.is_empty()) {
+        let params = HistoryParams { id: id.into() };
+        let history = link
+            .call::<History>(&params)
+            .await
+            .map_err(|e| ErrorData::resource_not_found(e, None))?;
+        let mut lines = vec![format!("# Memory {id}\n")];
+        for version in &history.versions {
+            let label = if version.valid_to.is_none() {
+                "current"
+            } else {
+                "earlier"
+            };
+            lines.push(format!("- {label}: {}", render::line(version)));
+        }
+        lines.join("\n")
+    } else {
+        return Err(ErrorData::resource_not_found(
+            format!(
+                "no resource at {uri}; mnemo serves {RECENT}, {ENTITIES} and {MEMORY_PREFIX}<id>"
+            ),
+            None,
+        ));
+    };
+    Ok(markdown(uri, text))
+}
