@@ -16,6 +16,7 @@ pub mod paths;
 pub mod socket;
 pub mod system;
 pub mod time;
+pub mod transfer;
 pub mod understanding;
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -114,6 +115,7 @@ pub fn all_methods() -> Vec<&'static str> {
         events::METHODS,
         graph::METHODS,
         entity::METHODS,
+        transfer::METHODS,
     ]
     .concat();
     all.sort_unstable();

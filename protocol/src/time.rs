@@ -33,9 +33,17 @@ pub fn parse_micros(text: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("cannot read `{text}` as a time; use {ACCEPTED_FORMATS}"))
 }
 
+/// RFC 3339 in UTC, with milliseconds, or microseconds when the time has them: every stored
+/// time reads back exactly (an export imported keeps the order of versions a millisecond
+/// apart).
 pub fn format_micros(micros: i64) -> String {
+    let digits = if micros % 1000 == 0 {
+        SecondsFormat::Millis
+    } else {
+        SecondsFormat::Micros
+    };
     DateTime::<Utc>::from_timestamp_micros(micros)
-        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+        .map(|t| t.to_rfc3339_opts(digits, true))
         .unwrap_or_else(|| micros.to_string())
 }
 
@@ -75,5 +83,7 @@ mod tests {
     fn formats_round_trip() {
         let t = parse_micros("2024-05-01T12:00:00.123Z").unwrap();
         assert_eq!(format_micros(t), "2024-05-01T12:00:00.123Z");
+        let t = parse_micros("2024-05-01T12:00:00.123456Z").unwrap();
+        assert_eq!(format_micros(t), "2024-05-01T12:00:00.123456Z");
     }
 }

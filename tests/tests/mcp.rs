@@ -272,5 +272,9 @@ async fn the_bridge_reconnects_when_mnemod_restarts() {
     );
     assert!(text.contains("kept across a restart"), "{text}");
     // The old connection broke and the read went again on a new one.
-    assert!(mcp.bridge_log().contains("reconnecting"), "{}", mcp.bridge_log());
+    assert!(
+        mcp.bridge_log().contains("reconnecting"),
+        "{}",
+        mcp.bridge_log()
+    );
 }

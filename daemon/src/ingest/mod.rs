@@ -21,6 +21,7 @@ use crate::graph::{EntityBook, Gazetteer, Linker};
 use crate::store::filter::predicate_all_versions;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 
+mod import;
 mod known;
 mod novelty;
 mod reading;

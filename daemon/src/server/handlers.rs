@@ -51,6 +51,7 @@ pub fn router() -> Router {
     super::consolidate::register(&mut r);
     super::graph::register(&mut r);
     super::entity::register(&mut r);
+    super::transfer::register(&mut r);
     r.register_session::<Subscribe, _, _>(|_state, session, p: TopicsParams| async move {
         Ok::<_, RpcError>(session.subscribe(p))
     })
@@ -171,6 +172,25 @@ async fn get(engine: Arc<State>, p: GetParams) -> Result<Memory, RpcError> {
     }
 }
 
+/// One page of the rows `predicate` matches, newest id first, and the cursor of the next
+/// (none when this one is the last).
+pub(super) async fn page(
+    engine: &State,
+    predicate: &crate::store::Pred,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<crate::store::MemoryRecord>, Option<String>), RpcError> {
+    let rows = engine
+        .store
+        .page(predicate, cursor, limit)
+        .await
+        .map_err(store_error)?;
+    let next_cursor = (rows.len() == limit)
+        .then(|| rows.last().map(|r| r.id.clone()))
+        .flatten();
+    Ok((rows, next_cursor))
+}
+
 async fn list(engine: Arc<State>, p: ListParams) -> Result<ListResult, RpcError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=1000).contains(&limit) {
@@ -179,14 +199,7 @@ async fn list(engine: Arc<State>, p: ListParams) -> Result<ListResult, RpcError>
         )));
     }
     let predicate = predicate(&p.filter).map_err(|e| RpcError::invalid_params(e.to_string()))?;
-    let rows = engine
-        .store
-        .page(&predicate, p.cursor.as_deref(), limit)
-        .await
-        .map_err(store_error)?;
-    let next_cursor = (rows.len() == limit)
-        .then(|| rows.last().map(|r| r.id.clone()))
-        .flatten();
+    let (rows, next_cursor) = page(&engine, &predicate, p.cursor.as_deref(), limit).await?;
     Ok(ListResult {
         memories: rows.iter().map(|r| r.to_protocol()).collect(),
         next_cursor,

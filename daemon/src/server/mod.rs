@@ -13,6 +13,7 @@ mod rpc;
 mod session;
 mod socket;
 mod state;
+mod transfer;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use lancedb::arrow::arrow_array::{Array, ArrayRef, Float32Array, RecordBatch};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use mnemo_protocol::memory::{Memory, MemoryKind};
-use mnemo_protocol::time::format_micros;
+use mnemo_protocol::time::{format_micros, parse_micros};
 use mnemo_protocol::understanding::{Emotion, EventTime, SalienceFactors};
 
 use super::column::Column;
@@ -37,6 +37,35 @@ impl Time<'_, Option<i64>> {
     fn wire(&self) -> Option<String> {
         self.0.map(format_micros)
     }
+}
+
+/// Wire times back to microseconds, naming the field that does not parse.
+struct FromTime<'a, T>(&'a T, &'static str);
+impl FromTime<'_, String> {
+    fn unwire(&self) -> Result<i64, String> {
+        parse_micros(self.0).map_err(|e| format!("{}: {e}", self.1))
+    }
+}
+impl FromTime<'_, Option<String>> {
+    fn unwire(&self) -> Result<Option<i64>, String> {
+        self.0
+            .as_deref()
+            .map(parse_micros)
+            .transpose()
+            .map_err(|e| format!("{}: {e}", self.1))
+    }
+}
+
+macro_rules! unwire_value {
+    (same, $v:expr, $name:ident) => {
+        Ok::<_, String>($v.clone())
+    };
+    (time, $v:expr, $name:ident) => {
+        FromTime($v, stringify!($name)).unwire()
+    };
+    (json, $v:expr, $name:ident) => {
+        Ok::<_, String>($v.to_string())
+    };
 }
 
 macro_rules! wire_value {
@@ -97,6 +126,25 @@ macro_rules! memory_columns {
                     entities: Vec::new(),
                     edges: Vec::new(),
                 }
+            }
+
+            /// The row a wire `Memory` describes (an exported one, imported): every column it
+            /// carries, its emotion, salience factors and event time; no vector, entities or
+            /// hashed terms yet. Errors name the field that does not parse.
+            pub fn from_protocol(m: &Memory) -> Result<MemoryRecord, String> {
+                let mut r = MemoryRecord {
+                    $( $( $name: unwire_value!($wire, &m.$name, $name)?, )? )*
+                    ..Default::default()
+                };
+                if let Some(e) = &m.emotion {
+                    r.set_emotion(e);
+                }
+                r.set_salience_factors(m.salience_factors.as_ref());
+                if let Some(event) = &m.event {
+                    r.event_start = Some(parse_micros(&event.start).map_err(|e| format!("event.start: {e}"))?);
+                    r.event_end = Some(parse_micros(&event.end).map_err(|e| format!("event.end: {e}"))?);
+                }
+                Ok(r)
             }
         }
     };
@@ -329,6 +377,34 @@ pub(crate) mod tests {
         let rows = vec![record("a", "first", 4), record("b", "second", 4)];
         let batch = to_batch(&schema, &rows).unwrap();
         assert_eq!(from_batch(&batch), rows);
+    }
+
+    #[test]
+    fn a_row_survives_the_wire_but_for_what_is_made_again_on_import() {
+        let mut row = record("a", "first", 4);
+        row.salience_factors = Some(serde_json::to_string(&SalienceFactors::default()).unwrap());
+        row.emotion_primary = Some("joy".into());
+        row.emotion_intensity = Some(0.5);
+        row.emotion_valence = Some(0.25);
+        row.emotion_arousal = Some(0.75);
+        let back = MemoryRecord::from_protocol(&row.to_protocol()).unwrap();
+        // The vector, its model, the entities and the hashed terms are made again.
+        let expected = MemoryRecord {
+            vector: vec![],
+            embed_model: String::new(),
+            entities: vec![],
+            terms: None,
+            ..row
+        };
+        assert_eq!(back, expected);
+    }
+
+    #[test]
+    fn a_wire_time_that_does_not_parse_is_named() {
+        let mut m = record("a", "first", 4).to_protocol();
+        m.valid_from = "yesterday-ish".into();
+        let err = MemoryRecord::from_protocol(&m).unwrap_err();
+        assert!(err.starts_with("valid_from:"), "{err}");
     }
 
     #[test]

@@ -5,12 +5,14 @@ mod consolidate;
 mod doctor;
 mod encrypt;
 mod entity;
+mod formats;
 mod graph;
 mod launch;
 mod mcp;
 mod memory;
 mod output;
 mod system;
+mod transfer;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -73,6 +75,11 @@ enum Command {
     /// (created if missing; back it up). Vectors, times and tags stay plain: see the README.
     /// New stores are encrypted from the start with `[security] encrypt = true`.
     Encrypt,
+    /// Write every memory, every version, to a JSONL file (mnemo's own format, lossless).
+    Export(transfer::ExportArgs),
+    /// Read a `mnemo export` file back: ids, versions and times kept, vectors made again;
+    /// what is already stored is skipped, a malformed line is reported with its number.
+    Import(transfer::ImportArgs),
     /// Serve MCP on stdio for Claude, Cursor, VS Code and other MCP clients: tools to remember,
     /// recall, update and forget, forwarded to mnemod (started when nothing answers).
     Mcp(mcp::McpArgs),
@@ -143,6 +150,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
         Command::Mcp(args) => mcp::run(args, &socket).await?,
+        Command::Export(args) => transfer::export(args, &socket, &out).await?,
+        Command::Import(args) => transfer::import(args, &socket, &out).await?,
     }
     Ok(())
 }

@@ -14,9 +14,10 @@ use mnemo_protocol::memory::{
     AddBatch, AddBatchParams, AddParams, Filter, List, ListParams, Search, SearchMode, SearchParams,
 };
 use mnemo_protocol::NoParams;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::connect;
+use crate::formats::locomo;
 
 mod fuzz;
 mod load;
@@ -362,13 +363,6 @@ async fn search(
     Ok(())
 }
 
-/// "1:56 pm on 8 May, 2023" -> RFC 3339.
-fn locomo_date(text: &str) -> Option<String> {
-    chrono::NaiveDateTime::parse_from_str(text.trim(), "%I:%M %p on %d %B, %Y")
-        .ok()
-        .map(|t| t.and_utc().to_rfc3339())
-}
-
 const KS: [usize; 4] = [1, 5, 10, 20];
 
 async fn locomo(
@@ -385,37 +379,8 @@ async fn locomo(
         let started = Instant::now();
         let mut turns = 0;
         for sample in &samples {
-            let ns = format!("locomo-{}", sample["sample_id"].as_str().unwrap_or("x"));
-            let conv = &sample["conversation"];
-            let mut items = Vec::new();
-            for s in 1.. {
-                let Some(session) = conv.get(format!("session_{s}")).and_then(Value::as_array)
-                else {
-                    break;
-                };
-                let date = conv
-                    .get(format!("session_{s}_date_time"))
-                    .and_then(Value::as_str)
-                    .and_then(locomo_date);
-                for turn in session {
-                    let mut content = format!(
-                        "{}: {}",
-                        turn["speaker"].as_str().unwrap_or("?"),
-                        turn["text"].as_str().unwrap_or("")
-                    );
-                    if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
-                        content.push_str(&format!(" [shares a photo: {caption}]"));
-                    }
-                    items.push(AddParams {
-                        content,
-                        namespace: Some(ns.clone()),
-                        session_id: Some(format!("session_{s}")),
-                        occurred_at: date.clone(),
-                        metadata: Some(json!({ "dia_id": turn["dia_id"] })),
-                        ..Default::default()
-                    });
-                }
-            }
+            let ns = locomo::namespace(sample);
+            let items = locomo::turns(sample, &ns);
             turns += items.len();
             for chunk in items.chunks(200) {
                 client
@@ -445,7 +410,7 @@ async fn locomo(
     let mut recall: BTreeMap<String, BTreeMap<i64, [(f64, usize); 4]>> = BTreeMap::new();
     for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
         for sample in &samples {
-            let ns = format!("locomo-{}", sample["sample_id"].as_str().unwrap_or("x"));
+            let ns = locomo::namespace(sample);
             for qa in sample["qa"].as_array().into_iter().flatten() {
                 let evidence: Vec<String> = qa["evidence"]
                     .as_array()
@@ -525,18 +490,4 @@ async fn locomo(
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_locomo_dates() {
-        assert_eq!(
-            locomo_date("1:56 pm on 8 May, 2023").unwrap(),
-            "2023-05-08T13:56:00+00:00"
-        );
-        assert!(locomo_date("8 May").is_none());
-    }
 }

@@ -1,0 +1,63 @@
+//! Handlers of `memory.export` (every version, page by page) and `memory.import`.
+
+use std::sync::Arc;
+
+use mnemo_protocol::memory::{Filter, MAX_LABEL_BYTES};
+use mnemo_protocol::transfer::{
+    Export, ExportParams, ExportResult, Import, ImportParams, ImportResult, Record,
+    MAX_TRANSFER_RECORDS,
+};
+use mnemo_protocol::RpcError;
+
+use super::handlers::page;
+use super::router::Router;
+use super::state::{rpc_error, store_error, State};
+use crate::store::filter::predicate_all_versions;
+
+/// Versions one export page holds unless asked otherwise.
+const DEFAULT_PAGE: usize = 500;
+
+pub fn register(r: &mut Router) {
+    r.register::<Export, _, _>(export)
+        .register::<Import, _, _>(import);
+}
+
+async fn export(engine: Arc<State>, p: ExportParams) -> Result<ExportResult, RpcError> {
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_TRANSFER_RECORDS).contains(&limit) {
+        return Err(RpcError::invalid_params(format!(
+            "limit is {limit}; it must be 1–{MAX_TRANSFER_RECORDS}"
+        )));
+    }
+    if p.namespace
+        .as_ref()
+        .is_some_and(|n| n.len() > MAX_LABEL_BYTES)
+    {
+        return Err(RpcError::invalid_params(format!(
+            "namespace is over {MAX_LABEL_BYTES} bytes"
+        )));
+    }
+    let filter = Filter {
+        namespace: p.namespace,
+        ..Default::default()
+    };
+    let predicate =
+        predicate_all_versions(&filter).map_err(|e| RpcError::invalid_params(e.to_string()))?;
+    let total = match p.cursor {
+        None => Some(engine.store.count(&predicate).await.map_err(store_error)? as u64),
+        Some(_) => None,
+    };
+    let (rows, next_cursor) = page(&engine, &predicate, p.cursor.as_deref(), limit).await?;
+    Ok(ExportResult {
+        records: rows
+            .iter()
+            .map(|r| Record::Memory(Box::new(r.to_protocol())))
+            .collect(),
+        next_cursor,
+        total,
+    })
+}
+
+async fn import(engine: Arc<State>, p: ImportParams) -> Result<ImportResult, RpcError> {
+    engine.ingest.import(p.records).await.map_err(rpc_error)
+}

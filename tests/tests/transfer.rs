@@ -1,0 +1,331 @@
+//! `mnemo export` and `mnemo import` end to end: a store with versions, a forget, sessions and
+//! two namespaces goes out to JSONL and into an empty data dir, and comes back the same.
+
+use mnemo_client::Client;
+use mnemo_protocol::memory::*;
+use mnemo_tests::Daemon;
+use serde_json::Value;
+
+async fn add(
+    c: &mut Client,
+    content: &str,
+    session: Option<&str>,
+    namespace: Option<&str>,
+) -> Memory {
+    c.call::<Add>(&AddParams {
+        content: content.into(),
+        session_id: session.map(str::to_string),
+        namespace: namespace.map(str::to_string),
+        tags: vec!["t".into()],
+        metadata: Some(serde_json::json!({ "from": "test" })),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+async fn all_current(c: &mut Client) -> Vec<Memory> {
+    c.call::<List>(&ListParams {
+        limit: Some(1000),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .memories
+}
+
+async fn search_ids(c: &mut Client, query: &str) -> Vec<String> {
+    let found = c
+        .call::<Search>(&SearchParams {
+            query: query.into(),
+            k: Some(5),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    found.hits.into_iter().map(|h| h.memory.id).collect()
+}
+
+fn cli_json(daemon: &Daemon, args: &[&str]) -> Value {
+    let out = daemon.cli(args, "");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[tokio::test]
+async fn an_export_imported_into_an_empty_store_gives_the_same_memories_history_and_search() {
+    let source = Daemon::start();
+    let mut c = source.client().await;
+    add(
+        &mut c,
+        "My sister Maria moved to Lisbon to teach piano",
+        None,
+        None,
+    )
+    .await;
+    let first = add(
+        &mut c,
+        "Alice: did you book the train to Porto?",
+        Some("trip"),
+        None,
+    )
+    .await;
+    add(&mut c, "Bob: yes, the 9:10 on Saturday", Some("trip"), None).await;
+    add(&mut c, "The sprint demo is on Thursday", None, Some("work")).await;
+    let gone = add(&mut c, "a secret to forget", None, None).await;
+    let moved = c
+        .call::<Update>(&UpdateParams {
+            id: first.id.clone(),
+            content: Some("Alice: did you book the train to Porto for Saturday?".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    c.call::<Forget>(&ForgetParams {
+        ids: vec![gone.id.clone()],
+        filter: None,
+    })
+    .await
+    .unwrap();
+
+    let file = source.home.path().join("backup.jsonl");
+    let file_arg = file.to_str().unwrap();
+    let exported = cli_json(&source, &["export", file_arg, "--json"]);
+    assert_eq!(exported["records"], 5, "{exported}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 5);
+    assert!(!text.contains("a secret to forget"));
+
+    let target = Daemon::start();
+    let imported = cli_json(&target, &["import", file_arg, "--json"]);
+    assert_eq!(imported["added"], 5, "{imported}");
+    assert_eq!(imported["rejected"], serde_json::json!([]));
+
+    let mut t = target.client().await;
+    let strip = |list: Vec<Memory>| -> Vec<Value> {
+        list.into_iter()
+            .map(|m| serde_json::to_value(m).unwrap())
+            .collect()
+    };
+    assert_eq!(
+        strip(all_current(&mut t).await),
+        strip(all_current(&mut c).await)
+    );
+    let history = |id: String| HistoryParams { id };
+    let before = c.call::<History>(&history(moved.id.clone())).await.unwrap();
+    let after = t.call::<History>(&history(moved.id.clone())).await.unwrap();
+    assert_eq!(after.versions.len(), 2);
+    assert_eq!(strip(after.versions), strip(before.versions));
+    for query in ["train to Porto", "piano in Lisbon", "demo"] {
+        assert_eq!(
+            search_ids(&mut t, query).await,
+            search_ids(&mut c, query).await,
+            "{query}"
+        );
+    }
+    // What the text names is read again: the entities and the session's order come back.
+    let maria = mnemo_protocol::entity::GetParams {
+        name: "Maria".into(),
+        namespace: None,
+    };
+    let found = t.call::<mnemo_protocol::entity::Get>(&maria).await.unwrap();
+    assert_eq!(found.entity.mention_count, 1);
+    assert_eq!(found.entity.relation.as_deref(), Some("sister"));
+    let links = t
+        .call::<mnemo_protocol::graph::Neighbors>(&mnemo_protocol::graph::NeighborsParams {
+            node: mnemo_protocol::graph::Node::memory(first.id.clone()),
+            namespace: None,
+            types: vec![],
+            min_weight: None,
+            depth: None,
+            limit: None,
+        })
+        .await
+        .unwrap();
+    assert!(
+        links
+            .edges
+            .iter()
+            .any(|e| e.edge_type == mnemo_protocol::graph::EdgeType::TemporalSequence),
+        "{links:?}"
+    );
+
+    // The same file again adds nothing.
+    let again = cli_json(&target, &["import", file_arg, "--json"]);
+    assert_eq!(
+        (again["added"].as_u64(), again["skipped"].as_u64()),
+        (Some(0), Some(5))
+    );
+}
+
+#[tokio::test]
+async fn malformed_lines_are_reported_by_number_and_skipped_or_stop_a_strict_import() {
+    let source = Daemon::start();
+    let mut c = source.client().await;
+    add(&mut c, "a good memory", None, None).await;
+    let file = source.home.path().join("one.jsonl");
+    let file_arg = file.to_str().unwrap();
+    cli_json(&source, &["export", file_arg, "--json"]);
+    let good = std::fs::read_to_string(&file).unwrap();
+    let mut bad_id: Value = serde_json::from_str(good.trim()).unwrap();
+    bad_id["id"] = "not-a-uuid".into();
+    let mut empty: Value = serde_json::from_str(good.trim()).unwrap();
+    empty["id"] = "0192a000-0000-7000-8000-000000000001".into();
+    empty["content"] = "  ".into();
+    let broken = source.home.path().join("broken.jsonl");
+    std::fs::write(
+        &broken,
+        format!(
+            "{}\n{{\"type\": \"memory\", \"id\": 3\n\n{bad_id}\n{empty}\n",
+            good.trim()
+        ),
+    )
+    .unwrap();
+
+    let target = Daemon::start();
+    let broken_arg = broken.to_str().unwrap();
+    let out = target.cli(&["import", broken_arg, "--strict"], "");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("line 2: not a mnemo record"), "{stderr}");
+    assert!(
+        stderr.contains("the 1 versions before it were imported"),
+        "{stderr}"
+    );
+
+    let target = Daemon::start();
+    let summary = cli_json(&target, &["import", broken_arg, "--json"]);
+    assert_eq!(summary["added"], 1, "{summary}");
+    let rejected = summary["rejected"].as_array().unwrap();
+    let at: Vec<&str> = rejected.iter().map(|r| r["at"].as_str().unwrap()).collect();
+    assert_eq!(at, vec!["line 2", "line 4", "line 5"], "{summary}");
+    assert!(
+        rejected[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a memory id"),
+        "{summary}"
+    );
+    assert!(
+        rejected[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("content is empty"),
+        "{summary}"
+    );
+    let mut t = target.client().await;
+    assert_eq!(all_current(&mut t).await.len(), 1);
+}
+
+#[tokio::test]
+async fn notes_the_mcp_memory_graph_and_dialogues_import_once_each() {
+    let daemon = Daemon::start();
+    let input = daemon.home.path().join("in");
+    std::fs::create_dir_all(input.join("notes/sub")).unwrap();
+    std::fs::create_dir_all(input.join("notes/.git")).unwrap();
+
+    let graph = input.join("memory.jsonl");
+    std::fs::write(
+        &graph,
+        concat!(
+            r#"{"type":"entity","name":"John_Smith","entityType":"person","observations":["Speaks fluent Spanish","Graduated in 2019"]}"#, "\n",
+            r#"{"type":"relation","from":"John_Smith","to":"Anthropic","relationType":"works_at"}"#, "\n",
+            r#"{"type":"gossip"}"#, "\n",
+        ),
+    )
+    .unwrap();
+    let notes = input.join("notes");
+    std::fs::write(
+        notes.join("2024-05-01-standup.md"),
+        "---\ntags: [work]\n---\n# Standup\nShipped the importer.\n\n## Next\nWrite the #docs.\n",
+    )
+    .unwrap();
+    std::fs::write(notes.join("sub/idea.txt"), "A garden on the balcony.\n").unwrap();
+    std::fs::write(notes.join(".git/ignored.md"), "never read\n").unwrap();
+    std::fs::write(notes.join("bin.txt"), b"\x00\x01binary").unwrap();
+    let dialogue = input.join("dialogue.json");
+    std::fs::write(
+        &dialogue,
+        serde_json::json!([{ "sample_id": "c1", "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                { "speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso!" },
+                { "speaker": "Bo", "dia_id": "D1:2", "text": "Congrats, what colour is Miso?" }
+            ]
+        }}])
+        .to_string(),
+    )
+    .unwrap();
+
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let from_graph = cli_json(&daemon, &["import", &path(&graph), "--json"]);
+    assert_eq!(from_graph["added"], 3, "{from_graph}");
+    assert_eq!(from_graph["rejected"][0]["at"], "line 3", "{from_graph}");
+    let from_notes = cli_json(&daemon, &["import", &path(&notes), "--json", "-n", "notes"]);
+    assert_eq!(from_notes["added"], 3, "{from_notes}");
+    let rejected = from_notes["rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), 1, "{from_notes}");
+    assert!(
+        rejected[0]["at"].as_str().unwrap().ends_with("bin.txt"),
+        "{from_notes}"
+    );
+    let from_dialogue = cli_json(&daemon, &["import", &path(&dialogue), "--json"]);
+    assert_eq!(from_dialogue["added"], 2, "{from_dialogue}");
+
+    let mut c = daemon.client().await;
+    let hits = search_ids(&mut c, "who speaks Spanish").await;
+    let top = c
+        .call::<Get>(&GetParams {
+            id: hits[0].clone(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(top.content, "John Smith: Speaks fluent Spanish");
+    assert_eq!(top.source.as_deref(), Some("mcp-memory"));
+
+    let listed = |namespace: &str| ListParams {
+        filter: Filter {
+            namespace: Some(namespace.into()),
+            ..Default::default()
+        },
+        limit: Some(100),
+        cursor: None,
+    };
+    let notes_in = c.call::<List>(&listed("notes")).await.unwrap().memories;
+    let standup = notes_in
+        .iter()
+        .find(|m| m.content == "Write the #docs.")
+        .expect("a paragraph");
+    assert_eq!(
+        standup.occurred_at.as_deref().map(|t| &t[..10]),
+        Some("2024-05-01")
+    );
+    assert_eq!(standup.tags, vec!["work", "docs"]);
+    assert!(standup
+        .source
+        .as_deref()
+        .unwrap()
+        .ends_with("2024-05-01-standup.md"));
+    assert!(!notes_in.iter().any(|m| m.content.contains("never read")));
+    let turns = c.call::<List>(&listed("locomo-c1")).await.unwrap().memories;
+    assert_eq!(turns.len(), 2);
+    assert!(turns
+        .iter()
+        .all(|m| m.session_id.as_deref() == Some("session_1")));
+
+    // Each file again adds nothing.
+    for (file, namespace) in [(&graph, None), (&notes, Some("notes")), (&dialogue, None)] {
+        let mut args = vec!["import".to_string(), path(file), "--json".into()];
+        if let Some(ns) = namespace {
+            args.extend(["-n".into(), ns.into()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let again = cli_json(&daemon, &args);
+        assert_eq!(again["added"], 0, "{file:?}: {again}");
+    }
+}
