@@ -329,3 +329,76 @@ async fn notes_the_mcp_memory_graph_and_dialogues_import_once_each() {
         assert_eq!(again["added"], 0, "{file:?}: {again}");
     }
 }
+
+#[tokio::test]
+async fn chatgpt_and_claude_exports_become_sessions_of_their_conversations() {
+    let daemon = Daemon::start();
+    let chatgpt = daemon.home.path().join("chatgpt.json");
+    std::fs::write(
+        &chatgpt,
+        serde_json::json!([
+            { "id": "c1", "title": "Porto", "current_node": "n2", "mapping": {
+                "n0": { "parent": null, "message": null },
+                "n1": { "parent": "n0", "message": { "author": { "role": "user" }, "create_time": 1700000000.0,
+                        "content": { "parts": ["Plan a weekend in Porto for me"] } } },
+                "n2": { "parent": "n1", "message": { "author": { "role": "assistant" }, "create_time": 1700000005.0,
+                        "content": { "parts": ["Day one: the Ribeira and a port cellar."] } } }
+            }},
+            { "title": "no id, no mapping" }
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let claude = daemon.home.path().join("claude.json");
+    std::fs::write(
+        &claude,
+        serde_json::json!([{ "uuid": "u1", "name": "Garden", "chat_messages": [
+            { "sender": "human", "text": "What grows on a north balcony?", "created_at": "2024-05-01T10:00:00Z" },
+            { "sender": "assistant", "text": "Ferns, mint and lettuce.", "created_at": "2024-05-01T10:00:05Z" }
+        ]}])
+        .to_string(),
+    )
+    .unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let from_chatgpt = cli_json(&daemon, &["import", &path(&chatgpt), "--json"]);
+    assert_eq!(from_chatgpt["added"], 2, "{from_chatgpt}");
+    assert_eq!(
+        from_chatgpt["rejected"][0]["at"], "element 2",
+        "{from_chatgpt}"
+    );
+    let from_claude = cli_json(&daemon, &["import", &path(&claude), "--json"]);
+    assert_eq!(from_claude["added"], 2, "{from_claude}");
+
+    let mut c = daemon.client().await;
+    let session = |id: &str| ListParams {
+        filter: Filter {
+            session_id: Some(id.into()),
+            ..Default::default()
+        },
+        limit: Some(10),
+        cursor: None,
+    };
+    let porto = c
+        .call::<List>(&session("chatgpt:c1"))
+        .await
+        .unwrap()
+        .memories;
+    assert_eq!(porto.len(), 2);
+    assert!(porto
+        .iter()
+        .any(|m| m.content == "user: Plan a weekend in Porto for me"));
+    assert!(porto.iter().all(|m| m
+        .occurred_at
+        .as_deref()
+        .is_some_and(|t| t.starts_with("2023-11-14"))));
+    let garden = c
+        .call::<List>(&session("claude:u1"))
+        .await
+        .unwrap()
+        .memories;
+    assert!(garden
+        .iter()
+        .any(|m| m.content == "assistant: Ferns, mint and lettuce."));
+    let again = cli_json(&daemon, &["import", &path(&claude), "--json"]);
+    assert_eq!(again["added"], 0, "{again}");
+}

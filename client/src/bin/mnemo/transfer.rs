@@ -16,7 +16,7 @@ use mnemo_protocol::NoParams;
 use serde::Serialize;
 
 use crate::connect;
-use crate::formats::{self, locomo, mcp_memory, text, Format};
+use crate::formats::{self, chats, locomo, mcp_memory, text, Format};
 use crate::output::{draw_progress, Output};
 
 /// Records sent per `memory.import` call: large enough to embed in batches, small enough
@@ -35,7 +35,8 @@ pub struct ExportArgs {
 #[derive(Args, Debug)]
 pub struct ImportArgs {
     /// A `mnemo export` file (`-` reads stdin), the MCP memory server's memory.jsonl, a
-    /// LoCoMo-style dialogue JSON, or `.md`/`.txt` notes (a file or a folder).
+    /// ChatGPT or Claude data export's conversations.json, a LoCoMo-style dialogue JSON, or
+    /// `.md`/`.txt` notes (a file or a folder).
     file: PathBuf,
     /// What the file holds; told from its name and first line by default.
     #[arg(long, value_enum, default_value = "auto")]
@@ -373,16 +374,37 @@ async fn import_foreign(
                 }
             }
         }
-        Format::Locomo => {
-            // Dialogue files are a few MB at most: read whole.
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let samples: Vec<serde_json::Value> = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a JSON list of dialogues", path.display()))?;
-            for (i, sample) in samples.iter().enumerate() {
-                let namespace = locomo::namespace(sample);
-                for turn in locomo::turns(sample, &namespace) {
-                    adder.push(format!("sample {}", i + 1), turn).await?;
+        Format::Locomo | Format::Chatgpt | Format::Claude => {
+            let mut elements = formats::array_elements(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            let mut n = 0;
+            while let Some(element) = elements.recv().await {
+                n += 1;
+                let at = format!("element {n}");
+                let element = match element {
+                    Ok(element) => element,
+                    Err(e) => {
+                        adder
+                            .reject(
+                                at,
+                                format!("not valid JSON ({e}); nothing after it was read"),
+                            )
+                            .await?;
+                        break;
+                    }
+                };
+                let items = match format {
+                    Format::Chatgpt => chats::chatgpt(&element),
+                    Format::Claude => chats::claude(&element),
+                    _ => Ok(locomo::turns(&element, &locomo::namespace(&element))),
+                };
+                match items {
+                    Ok(items) => {
+                        for item in items {
+                            adder.push(at.clone(), item).await?;
+                        }
+                    }
+                    Err(error) => adder.reject(at, error).await?,
                 }
             }
         }

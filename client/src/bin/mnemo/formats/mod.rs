@@ -2,6 +2,7 @@
 //! add, so mnemod checks and stores them like any other (and a second import of the same file
 //! finds them already there).
 
+pub mod chats;
 pub mod locomo;
 pub mod mcp_memory;
 pub mod text;
@@ -20,6 +21,10 @@ pub enum Format {
     McpMemory,
     /// LoCoMo-style dialogue JSON.
     Locomo,
+    /// ChatGPT's data export (`conversations.json`).
+    Chatgpt,
+    /// Claude's data export (`conversations.json`).
+    Claude,
     /// `.md` / `.txt` notes: a file or a folder of them.
     Text,
 }
@@ -46,9 +51,12 @@ pub fn detect(path: &Path) -> anyhow::Result<Format> {
     Ok(match kind.as_deref() {
         Some("memory") => Format::Mnemo,
         Some("entity" | "relation") => Format::McpMemory,
+        _ if first.starts_with('[') && head.contains("\"mapping\"") => Format::Chatgpt,
+        _ if first.starts_with('[') && head.contains("\"chat_messages\"") => Format::Claude,
         _ if first.starts_with('[') && head.contains("\"conversation\"") => Format::Locomo,
         _ => anyhow::bail!(
-            "cannot tell what {} holds; name it with --format (mnemo, mcp-memory, locomo, text)",
+            "cannot tell what {} holds; name it with --format (mnemo, mcp-memory, locomo, \
+             chatgpt, claude, text)",
             path.display()
         ),
     })
@@ -61,4 +69,45 @@ pub fn looks_binary(path: &Path) -> bool {
     };
     let mut reader = BufReader::new(file.take(8192));
     reader.fill_buf().map(|b| b.contains(&0)).unwrap_or(false)
+}
+
+/// The elements of the JSON array in `path`, one at a time, read on a blocking thread: a file
+/// of any size is never held whole. An element that is not valid JSON ends the stream with
+/// its error (JSON cannot be resynchronised after it).
+pub fn array_elements(
+    path: &Path,
+) -> anyhow::Result<tokio::sync::mpsc::Receiver<Result<serde_json::Value, String>>> {
+    use serde::de::{DeserializeSeed, SeqAccess, Visitor};
+
+    struct Each(tokio::sync::mpsc::Sender<Result<serde_json::Value, String>>);
+    impl<'de> Visitor<'de> for Each {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(element) = seq.next_element::<serde_json::Value>()? {
+                if self.0.blocking_send(Ok(element)).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Each {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    let file = std::fs::File::open(path)?;
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    std::thread::spawn(move || {
+        let mut reader = serde_json::Deserializer::from_reader(BufReader::new(file));
+        if let Err(e) = Each(tx.clone()).deserialize(&mut reader) {
+            let _ = tx.blocking_send(Err(e.to_string()));
+        }
+    });
+    Ok(rx)
 }
