@@ -104,7 +104,7 @@ pub struct RecallArgs {
     pub until: Option<String>,
     /// Only memories of this session.
     pub session: Option<String>,
-    /// Only this memory space; all of `default` when absent.
+    /// Only this memory space; every space when absent.
     pub namespace: Option<String>,
 }
 
