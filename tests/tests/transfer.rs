@@ -402,3 +402,56 @@ async fn chatgpt_and_claude_exports_become_sessions_of_their_conversations() {
     let again = cli_json(&daemon, &["import", &path(&claude), "--json"]);
     assert_eq!(again["added"], 0, "{again}");
 }
+
+#[tokio::test]
+async fn a_markdown_export_reads_as_notes_and_imports_back() {
+    let source = Daemon::start();
+    let mut c = source.client().await;
+    c.call::<Add>(&AddParams {
+        content: "Maria's birthday is on 3 June\n\nShe likes orchids".into(),
+        kind: Some(MemoryKind::Semantic),
+        occurred_at: Some("2024-06-03".into()),
+        tags: vec!["family".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    add(&mut c, "The sprint demo is on Thursday", None, Some("work")).await;
+    let folder = source.home.path().join("md");
+    let folder_arg = folder.to_str().unwrap();
+    let done = cli_json(&source, &["export", "--markdown", folder_arg, "--json"]);
+    assert_eq!(done["memories"], 2, "{done}");
+    let june = std::fs::read_to_string(folder.join("default/2024-06.md")).unwrap();
+    assert!(june.contains("## 2024-06-03 · semantic · id "), "{june}");
+    assert!(
+        june.contains("tags: family\n\nMaria's birthday is on 3 June\n\nShe likes orchids"),
+        "{june}"
+    );
+
+    let target = Daemon::start();
+    let back = cli_json(&target, &["import", folder_arg, "--json"]);
+    assert_eq!(back["added"], 2, "{back}");
+    let mut t = target.client().await;
+    let all = all_current(&mut t).await;
+    let maria = all
+        .iter()
+        .find(|m| m.content.starts_with("Maria's"))
+        .expect("Maria's note");
+    assert_eq!(
+        maria.content,
+        "Maria's birthday is on 3 June\n\nShe likes orchids"
+    );
+    assert_eq!(
+        (maria.kind, maria.namespace.as_str()),
+        (MemoryKind::Semantic, "default")
+    );
+    assert_eq!(maria.tags, vec!["family"]);
+    assert!(maria
+        .occurred_at
+        .as_deref()
+        .unwrap()
+        .starts_with("2024-06-03"));
+    assert!(all
+        .iter()
+        .any(|m| m.namespace == "work" && m.content.contains("sprint demo")));
+}

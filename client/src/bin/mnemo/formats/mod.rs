@@ -4,6 +4,7 @@
 
 pub mod chats;
 pub mod locomo;
+pub mod markdown;
 pub mod mcp_memory;
 pub mod text;
 

@@ -71,6 +71,23 @@ fn front_matter(text: &str) -> (Option<String>, Vec<String>, &str) {
     (date, tags, body.trim_start_matches('\n'))
 }
 
+/// A file of mnemo's Markdown export: its namespace and body (read section by section).
+fn mnemo_export(text: &str) -> Option<(Option<&str>, &str)> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---\n")?;
+    let header = &rest[..end];
+    header
+        .lines()
+        .any(|l| l.trim() == super::markdown::MARK)
+        .then(|| {
+            let namespace = header
+                .lines()
+                .find_map(|l| l.strip_prefix("namespace: "))
+                .map(str::trim);
+            (namespace, &rest[end + 5..])
+        })
+}
+
 /// `2024-05-01-standup.md` -> `2024-05-01`.
 fn date_in_name(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_str()?;
@@ -94,6 +111,13 @@ fn hashtags(paragraph: &str) -> Vec<String> {
 /// The memories of one note: each paragraph with the heading it sits under, or the reasons
 /// paragraphs were left out.
 pub fn memories(path: &Path, text: &str) -> (Vec<AddParams>, Vec<String>) {
+    if let Some(export) = mnemo_export(text) {
+        let source = format!("file:{}", path.display());
+        return (
+            super::markdown::memories(export.1, export.0, &source),
+            Vec::new(),
+        );
+    }
     let (date, file_tags, body) = front_matter(text);
     let date = date.or_else(|| date_in_name(path));
     let (mut items, mut problems) = (Vec::new(), Vec::new());
