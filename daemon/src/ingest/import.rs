@@ -39,7 +39,7 @@ fn imported_record(m: &Memory) -> std::result::Result<MemoryRecord, String> {
     validate_label("domain", m.domain.as_deref())?;
     validate_label("source", m.source.as_deref())?;
     validate_label("session_id", m.session_id.as_deref())?;
-    validate_metadata(&Some(m.metadata.clone()))?;
+    let metadata = validate_metadata(&Some(m.metadata.clone()))?;
     if m.namespace.trim().is_empty() {
         return Err("namespace is empty".into());
     }
@@ -50,7 +50,7 @@ fn imported_record(m: &Memory) -> std::result::Result<MemoryRecord, String> {
     if r.valid_to.is_some_and(|to| to < r.valid_from) {
         return Err("valid_to is before valid_from".into());
     }
-    r.metadata = validate_metadata(&Some(m.metadata.clone()))?;
+    r.metadata = metadata;
     Ok(r)
 }
 

@@ -8,7 +8,7 @@ pub mod markdown;
 pub mod mcp_memory;
 pub mod text;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 /// What a file to import holds.
@@ -61,15 +61,6 @@ pub fn detect(path: &Path) -> anyhow::Result<Format> {
             path.display()
         ),
     })
-}
-
-/// Whether the first bytes of a file hold a NUL: binary, not a note.
-pub fn looks_binary(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut reader = BufReader::new(file.take(8192));
-    reader.fill_buf().map(|b| b.contains(&0)).unwrap_or(false)
 }
 
 /// The elements of the JSON array in `path`, one at a time, read on a blocking thread: a file

@@ -42,15 +42,44 @@ pub fn notes_under(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(found)
 }
 
+/// Whether the first bytes of a file hold a NUL: binary, not a note.
+fn looks_binary(path: &Path) -> bool {
+    use std::io::{BufRead, Read};
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut reader = std::io::BufReader::new(file.take(8192));
+    reader.fill_buf().map(|b| b.contains(&0)).unwrap_or(false)
+}
+
+/// The memories of the note at `path` (see [`memories`]), or why it is not read: too large,
+/// binary, or not UTF-8.
+pub fn read_note(path: &Path) -> Result<(Vec<AddParams>, Vec<String>), String> {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_NOTE_BYTES {
+        let limit = MAX_NOTE_BYTES / (1024 * 1024);
+        return Err(format!("over {limit} MB: not a note, not read"));
+    }
+    if looks_binary(path) {
+        return Err("binary, not text".into());
+    }
+    let content =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read it as UTF-8 text: {e}"))?;
+    Ok(memories(path, &content))
+}
+
+/// The header and body of a `---` front matter, when the text opens with one.
+fn split_front_matter(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---")?;
+    Some((&rest[..end], &rest[end + 4..]))
+}
+
 /// `date:` and `tags:` of a `---` front matter, and the text after it.
 fn front_matter(text: &str) -> (Option<String>, Vec<String>, &str) {
-    let Some(rest) = text.strip_prefix("---\n") else {
+    let Some((header, body)) = split_front_matter(text) else {
         return (None, Vec::new(), text);
     };
-    let Some(end) = rest.find("\n---") else {
-        return (None, Vec::new(), text);
-    };
-    let (header, body) = (&rest[..end], &rest[end + 4..]);
     let (mut date, mut tags) = (None, Vec::new());
     let mut in_tags = false;
     for line in header.lines() {
@@ -73,9 +102,7 @@ fn front_matter(text: &str) -> (Option<String>, Vec<String>, &str) {
 
 /// A file of mnemo's Markdown export: its namespace and body (read section by section).
 fn mnemo_export(text: &str) -> Option<(Option<&str>, &str)> {
-    let rest = text.strip_prefix("---\n")?;
-    let end = rest.find("\n---\n")?;
-    let header = &rest[..end];
+    let (header, body) = split_front_matter(text)?;
     header
         .lines()
         .any(|l| l.trim() == super::markdown::MARK)
@@ -84,7 +111,7 @@ fn mnemo_export(text: &str) -> Option<(Option<&str>, &str)> {
                 .lines()
                 .find_map(|l| l.strip_prefix("namespace: "))
                 .map(str::trim);
-            (namespace, &rest[end + 5..])
+            (namespace, body.trim_start_matches('\n'))
         })
 }
 

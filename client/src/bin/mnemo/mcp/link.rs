@@ -17,6 +17,22 @@ const WRITES: &[&str] = &[
     mnemo_protocol::memory::Forget::NAME,
 ];
 
+/// Why a call failed: the connection broke under it, or anything else (said as is).
+enum Failure {
+    Broken(String),
+    Other(String),
+}
+use Failure::Broken;
+
+impl From<Failure> for String {
+    fn from(f: Failure) -> String {
+        match f {
+            Broken(e) => format!("{e}; mnemod may have restarted: call again"),
+            Failure::Other(e) => e,
+        }
+    }
+}
+
 pub struct Link {
     socket: PathBuf,
     autostart: bool,
@@ -40,25 +56,36 @@ impl Link {
     /// read is sent again on it; a write is not, since it may have been applied.
     pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, String> {
         let mut slot = self.client.lock().await;
-        let retries = if WRITES.contains(&M::NAME) { 0 } else { 1 };
-        for attempt in 0..=retries {
-            if slot.is_none() {
-                *slot = Some(self.open().await?);
+        match self.call_on::<M>(&mut slot, params).await {
+            Err(Broken(e)) if !WRITES.contains(&M::NAME) => {
+                tracing::info!("connection to mnemod broke ({e}); reconnecting");
+                self.call_on::<M>(&mut slot, params)
+                    .await
+                    .map_err(String::from)
             }
-            let client = slot.as_mut().expect("opened above");
-            match client.call::<M>(params).await {
-                Ok(result) => return Ok(result),
-                Err(e @ (ClientError::Io(_) | ClientError::Closed)) => {
-                    *slot = None;
-                    if attempt == retries {
-                        return Err(format!("{e}; mnemod may have restarted: call again"));
-                    }
-                    tracing::info!("connection to mnemod broke ({e}); reconnecting");
-                }
-                Err(e) => return Err(e.to_string()),
-            }
+            other => other.map_err(String::from),
         }
-        unreachable!("the last attempt returns")
+    }
+
+    /// One call on the connection in `slot`, opened first if there is none; a broken
+    /// connection is dropped so the next call reopens it.
+    async fn call_on<M: Method>(
+        &self,
+        slot: &mut Option<Client>,
+        params: &M::Params,
+    ) -> Result<M::Result, Failure> {
+        if slot.is_none() {
+            *slot = Some(self.open().await.map_err(Failure::Other)?);
+        }
+        let client = slot.as_mut().expect("opened above");
+        match client.call::<M>(params).await {
+            Ok(result) => Ok(result),
+            Err(e @ (ClientError::Io(_) | ClientError::Closed)) => {
+                *slot = None;
+                Err(Broken(e.to_string()))
+            }
+            Err(e) => Err(Failure::Other(e.to_string())),
+        }
     }
 
     /// Connects (starting mnemod when allowed and nothing answers) and says hello, so a

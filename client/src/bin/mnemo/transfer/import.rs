@@ -1,0 +1,356 @@
+//! `mnemo import`: mnemo's own JSONL into `memory.import`, other tools' files (see `formats`)
+//! into `memory.add_batch`, both through one [`Importer`] that sends in batches and, when
+//! mnemod refuses a batch, sends it again item by item so only the items at fault are
+//! rejected, each named by where it stood in the input.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use anyhow::Context;
+use mnemo_client::{Client, ClientError};
+use mnemo_protocol::daemon::Status;
+use mnemo_protocol::memory::{AddBatch, AddBatchParams, AddParams};
+use mnemo_protocol::transfer::{Import, ImportParams, Record};
+use mnemo_protocol::{Method, NoParams};
+use serde::Serialize;
+
+use super::{progress_bar, ImportArgs};
+use crate::connect;
+use crate::formats::{self, chats, locomo, mcp_memory, text, Format};
+use crate::output::{draw_progress, Output};
+
+/// Items sent per call: large enough to embed in batches, small enough that a refused batch
+/// is cheap to send again one by one.
+const IMPORT_BATCH: usize = 200;
+
+#[derive(Debug, Default, Serialize)]
+struct ImportSummary {
+    added: u64,
+    skipped: u64,
+    /// Parts of the input not imported, each with where it stood and why.
+    rejected: Vec<Rejected>,
+}
+
+#[derive(Debug, Serialize)]
+struct Rejected {
+    /// Where: `line 12`, `element 3`, or a file of a folder of notes.
+    at: String,
+    error: String,
+}
+
+/// What an [`Importer`] sends: its method, and how a reply and a refusal read.
+trait Item: Clone {
+    type Method: Method;
+    /// What the input calls these, for "the N … before it were imported".
+    const NOUN: &'static str;
+    /// The position prefix a refusal of a one-item batch carries.
+    const POSITION: &'static str;
+    fn params(items: Vec<Self>) -> <Self::Method as Method>::Params;
+    /// (added, skipped) as the reply counts them.
+    fn counted(reply: &<Self::Method as Method>::Result, sent: u64) -> (u64, u64);
+}
+
+impl Item for Record {
+    type Method = Import;
+    const NOUN: &'static str = "versions";
+    const POSITION: &'static str = "records[0]: ";
+    fn params(records: Vec<Self>) -> ImportParams {
+        ImportParams { records }
+    }
+    fn counted(reply: &mnemo_protocol::transfer::ImportResult, _: u64) -> (u64, u64) {
+        (reply.added, reply.skipped)
+    }
+}
+
+impl Item for AddParams {
+    type Method = AddBatch;
+    const NOUN: &'static str = "memories";
+    const POSITION: &'static str = "items[0]: ";
+    fn params(items: Vec<Self>) -> AddBatchParams {
+        AddBatchParams { items }
+    }
+    /// An add answers ids whether new or found again: the store's count tells them apart
+    /// (see `import_foreign`).
+    fn counted(_: &mnemo_protocol::memory::AddBatchResult, sent: u64) -> (u64, u64) {
+        (sent, 0)
+    }
+}
+
+struct Importer<'a, T: Item> {
+    client: &'a mut Client,
+    strict: bool,
+    pending: Vec<(String, T)>,
+    summary: ImportSummary,
+}
+
+impl<'a, T: Item> Importer<'a, T> {
+    fn new(client: &'a mut Client, strict: bool) -> Self {
+        Self {
+            client,
+            strict,
+            pending: Vec::with_capacity(IMPORT_BATCH),
+            summary: ImportSummary::default(),
+        }
+    }
+
+    /// Queues an item; answers whether a batch went out with it (for progress).
+    async fn push(&mut self, at: String, item: T) -> anyhow::Result<bool> {
+        self.pending.push((at, item));
+        if self.pending.len() < IMPORT_BATCH {
+            return Ok(false);
+        }
+        self.flush().await?;
+        Ok(true)
+    }
+
+    /// A part of the input that is not one of the format's: stops a strict import (after
+    /// what came before it), else is listed and skipped.
+    async fn reject(&mut self, at: String, error: String) -> anyhow::Result<()> {
+        if self.strict {
+            self.flush().await?;
+            anyhow::bail!(
+                "{at}: {error}; the {} {} before it were imported, nothing after it",
+                self.summary.added + self.summary.skipped,
+                T::NOUN
+            );
+        }
+        self.summary.rejected.push(Rejected { at, error });
+        Ok(())
+    }
+
+    async fn send(&mut self, items: Vec<T>) -> Result<(), ClientError> {
+        let sent = items.len() as u64;
+        let reply = self.client.call::<T::Method>(&T::params(items)).await?;
+        let (added, skipped) = T::counted(&reply, sent);
+        self.summary.added += added;
+        self.summary.skipped += skipped;
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> anyhow::Result<()> {
+        let batch = std::mem::take(&mut self.pending);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let items = batch.iter().map(|(_, item)| item.clone()).collect();
+        match self.send(items).await {
+            Ok(()) => return Ok(()),
+            Err(ClientError::Rpc(_)) if batch.len() > 1 => {}
+            Err(ClientError::Rpc(e)) => return self.refused(batch[0].0.clone(), &e.message),
+            Err(e) => return Err(e.into()),
+        }
+        for (at, item) in batch {
+            match self.send(vec![item]).await {
+                Ok(()) => {}
+                Err(ClientError::Rpc(e)) => self.refused(at, &e.message)?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// An item mnemod refused: its error, without the batch position, stops a strict import.
+    fn refused(&mut self, at: String, message: &str) -> anyhow::Result<()> {
+        let error = message
+            .replace(T::POSITION, "")
+            .replace("; nothing was added", "")
+            .replace("; nothing was imported", "");
+        if self.strict {
+            anyhow::bail!("{at}: {error}");
+        }
+        self.summary.rejected.push(Rejected { at, error });
+        Ok(())
+    }
+
+    async fn finish(mut self) -> anyhow::Result<ImportSummary> {
+        self.flush().await?;
+        Ok(self.summary)
+    }
+}
+
+pub async fn import(args: ImportArgs, socket: &Path, out: &Output) -> anyhow::Result<()> {
+    let mut client = connect(socket).await?;
+    let stdin = args.file == Path::new("-");
+    let format = match args.format {
+        Format::Auto if stdin => Format::Mnemo,
+        Format::Auto => formats::detect(&args.file)?,
+        given => given,
+    };
+    let summary = match format {
+        Format::Mnemo | Format::Auto => import_mnemo(&mut client, &args, out).await?,
+        foreign => import_foreign(&mut client, &args, foreign, out).await?,
+    };
+    out.value(&summary, || {
+        let mut lines = vec![format!(
+            "imported {} memories or versions ({} already there)",
+            summary.added, summary.skipped
+        )];
+        for r in &summary.rejected {
+            lines.push(format!("  {}: {}", r.at, r.error));
+        }
+        if !summary.rejected.is_empty() {
+            lines.push(format!(
+                "{} skipped (--strict stops at the first)",
+                summary.rejected.len()
+            ));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+/// mnemo's own JSONL, streamed line by line into `memory.import`.
+async fn import_mnemo(
+    client: &mut Client,
+    args: &ImportArgs,
+    out: &Output,
+) -> anyhow::Result<ImportSummary> {
+    let (reader, size): (Box<dyn BufRead>, u64) = if args.file == Path::new("-") {
+        (Box::new(std::io::stdin().lock()), 0)
+    } else {
+        let file = std::fs::File::open(&args.file)
+            .with_context(|| format!("cannot open {}", args.file.display()))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        (Box::new(BufReader::new(file)), size)
+    };
+    let bar = size > 0 && progress_bar(out.json);
+    let mut importer = Importer::<Record>::new(client, args.strict);
+    let mut read = 0u64;
+    for (n, line) in reader.lines().enumerate() {
+        let at = format!("line {}", n + 1);
+        let line = line.with_context(|| format!("reading {at}"))?;
+        read += line.len() as u64 + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(&line) {
+            Ok(record) => {
+                if importer.push(at, record).await? && bar {
+                    draw_progress("importing", read, size);
+                }
+            }
+            Err(e) => {
+                let error = format!(
+                    "not a mnemo record ({e}); each line must be a JSON object like mnemo \
+                     export writes"
+                );
+                importer.reject(at, error).await?;
+            }
+        }
+    }
+    let summary = importer.finish().await?;
+    if bar {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(summary)
+}
+
+/// Another tool's files, as new memories. What was already stored (the same text again) is
+/// found, not added: the store's count before and after says how many were new.
+async fn import_foreign(
+    client: &mut Client,
+    args: &ImportArgs,
+    format: Format,
+    out: &Output,
+) -> anyhow::Result<ImportSummary> {
+    let before = client.call::<Status>(&NoParams {}).await?.memories.total;
+    let mut importer = Importer::<AddParams>::new(client, args.strict);
+    // The namespace asked for, over the one the format chose.
+    let placed = |at: &str, mut item: AddParams| {
+        if args.namespace.is_some() {
+            item.namespace = args.namespace.clone();
+        }
+        (at.to_string(), item)
+    };
+    let path = &args.file;
+    match format {
+        Format::McpMemory => {
+            let file = std::fs::File::open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            for (n, line) in BufReader::new(file).lines().enumerate() {
+                let at = format!("line {}", n + 1);
+                let line = line.with_context(|| format!("reading {at}"))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match mcp_memory::memories(&line) {
+                    Ok(items) => {
+                        for item in items {
+                            let (at, item) = placed(&at, item);
+                            importer.push(at, item).await?;
+                        }
+                    }
+                    Err(error) => importer.reject(at, error).await?,
+                }
+            }
+        }
+        Format::Locomo | Format::Chatgpt | Format::Claude => {
+            let mut elements = formats::array_elements(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            let mut n = 0;
+            while let Some(element) = elements.recv().await {
+                n += 1;
+                let at = format!("element {n}");
+                let element = match element {
+                    Ok(element) => element,
+                    Err(e) => {
+                        let error = format!("not valid JSON ({e}); nothing after it was read");
+                        importer.reject(at, error).await?;
+                        break;
+                    }
+                };
+                let items = match format {
+                    Format::Chatgpt => chats::chatgpt(&element),
+                    Format::Claude => chats::claude(&element),
+                    _ => Ok(locomo::turns(&element, &locomo::namespace(&element))),
+                };
+                match items {
+                    Ok(items) => {
+                        for item in items {
+                            let (at, item) = placed(&at, item);
+                            importer.push(at, item).await?;
+                        }
+                    }
+                    Err(error) => importer.reject(at, error).await?,
+                }
+            }
+        }
+        Format::Text => {
+            let notes = if path.is_dir() {
+                text::notes_under(path)
+                    .with_context(|| format!("cannot read the folder {}", path.display()))?
+            } else {
+                vec![path.clone()]
+            };
+            let bar = progress_bar(out.json) && notes.len() > 1;
+            for (i, note) in notes.iter().enumerate() {
+                let at = note.display().to_string();
+                match text::read_note(note) {
+                    Ok((items, problems)) => {
+                        for item in items {
+                            let (at, item) = placed(&at, item);
+                            importer.push(at, item).await?;
+                        }
+                        for problem in problems {
+                            importer.reject(at.clone(), problem).await?;
+                        }
+                    }
+                    Err(why) => importer.reject(at, why).await?,
+                }
+                if bar {
+                    draw_progress("notes", i as u64 + 1, notes.len() as u64);
+                }
+            }
+            if bar {
+                eprint!("\r\x1b[2K");
+            }
+        }
+        Format::Auto | Format::Mnemo => unreachable!("handled by import_mnemo"),
+    }
+    let mut summary = importer.finish().await?;
+    let after = client.call::<Status>(&NoParams {}).await?.memories.total;
+    let sent = summary.added;
+    summary.added = after.saturating_sub(before);
+    summary.skipped = sent.saturating_sub(summary.added);
+    Ok(summary)
+}

@@ -1,0 +1,180 @@
+//! `mnemo export` and `mnemo import`: a store's memories to mnemo's JSONL format (one record
+//! per line, every version) and back, streamed page by page with a progress bar, so a file of
+//! any size never sits in memory whole; and other tools' files (see `formats`) brought in as
+//! new memories.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use mnemo_client::Client;
+use mnemo_protocol::transfer::{Export, ExportParams, Record};
+
+use crate::connect;
+use crate::formats::{markdown, Format};
+use crate::output::{draw_progress, Output};
+
+mod import;
+pub use import::import;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Where to write (JSONL); `-` or absent writes to stdout. With --markdown, a folder.
+    file: Option<PathBuf>,
+    /// Only this namespace.
+    #[arg(long, short)]
+    namespace: Option<String>,
+    /// Markdown for people to read instead: the current memories, one file per namespace and
+    /// month (`<namespace>/<YYYY-MM>.md`), importable back with `mnemo import FOLDER`.
+    #[arg(long)]
+    markdown: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// A `mnemo export` file (`-` reads stdin), the MCP memory server's memory.jsonl, a
+    /// ChatGPT or Claude data export's conversations.json, a LoCoMo-style dialogue JSON, or
+    /// `.md`/`.txt` notes (a file or a folder).
+    file: PathBuf,
+    /// What the file holds; told from its name and first line by default.
+    #[arg(long, value_enum, default_value = "auto")]
+    format: Format,
+    /// The namespace foreign memories go to (a mnemo export keeps its own; LoCoMo samples
+    /// go to `locomo-<sample_id>` unless this is given).
+    #[arg(long, short)]
+    namespace: Option<String>,
+    /// Stop at the first malformed or refused line instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+}
+
+fn progress_bar(json: bool) -> bool {
+    std::io::stderr().is_terminal() && !json
+}
+
+/// Every page of `memory.export`, each handed to `each` as it arrives.
+async fn export_pages(
+    client: &mut Client,
+    namespace: Option<String>,
+    bar: bool,
+    mut each: impl FnMut(&[Record]) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut params = ExportParams {
+        namespace,
+        limit: None,
+        cursor: None,
+    };
+    let (mut seen, mut total) = (0u64, 0u64);
+    loop {
+        let page = client.call::<Export>(&params).await?;
+        total = page.total.unwrap_or(total);
+        each(&page.records)?;
+        seen += page.records.len() as u64;
+        if bar {
+            draw_progress("exporting", seen, total);
+        }
+        match page.next_cursor {
+            Some(cursor) => params.cursor = Some(cursor),
+            None => break,
+        }
+    }
+    if bar {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(seen)
+}
+
+/// The current memories as Markdown files under `dir`, appended to as pages arrive.
+async fn export_markdown(
+    client: &mut Client,
+    args: ExportArgs,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let dir =
+        args.file.clone().filter(|f| f != Path::new("-")).context(
+            "--markdown writes a folder: name it (mnemo export --markdown ~/mnemo-notes)",
+        )?;
+    let mut files: std::collections::HashMap<String, std::io::BufWriter<std::fs::File>> =
+        Default::default();
+    let mut written = 0u64;
+    export_pages(client, args.namespace, progress_bar(out.json), |records| {
+        for Record::Memory(m) in records {
+            if m.valid_to.is_some() {
+                continue;
+            }
+            let name = markdown::file_of(m);
+            if !files.contains_key(&name) {
+                let path = dir.join(&name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("cannot create {}", parent.display()))?;
+                }
+                let mut file = std::io::BufWriter::new(
+                    std::fs::File::create(&path)
+                        .with_context(|| format!("cannot create {}", path.display()))?,
+                );
+                file.write_all(markdown::header(m).as_bytes())?;
+                files.insert(name.clone(), file);
+            }
+            let file = files.get_mut(&name).expect("opened above");
+            file.write_all(markdown::section(m).as_bytes())?;
+            written += 1;
+        }
+        Ok(())
+    })
+    .await?;
+    for file in files.values_mut() {
+        file.flush()?;
+    }
+    out.value(
+        &serde_json::json!({ "folder": dir, "memories": written, "files": files.len() }),
+        || {
+            format!(
+                "exported {written} memories to {} files under {}",
+                files.len(),
+                dir.display()
+            )
+        },
+    );
+    Ok(())
+}
+
+pub async fn export(args: ExportArgs, socket: &Path, out: &Output) -> anyhow::Result<()> {
+    let mut client = connect(socket).await?;
+    if args.markdown {
+        return export_markdown(&mut client, args, out).await;
+    }
+    let to_stdout = args.file.as_deref().is_none_or(|f| f == Path::new("-"));
+    // Written beside the target and renamed at the end: an interrupted export leaves no
+    // half file under the name.
+    let (mut sink, partial): (Box<dyn Write>, Option<PathBuf>) = if to_stdout {
+        (Box::new(std::io::stdout().lock()), None)
+    } else {
+        let target = args.file.clone().expect("a file");
+        let partial = target.with_extension("partial");
+        let file = std::fs::File::create(&partial)
+            .with_context(|| format!("cannot create {}", partial.display()))?;
+        (Box::new(std::io::BufWriter::new(file)), Some(partial))
+    };
+    let bar = !to_stdout && progress_bar(out.json);
+    let written = export_pages(&mut client, args.namespace.clone(), bar, |records| {
+        for record in records {
+            serde_json::to_writer(&mut sink, record)?;
+            sink.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+    .await?;
+    sink.flush()?;
+    drop(sink);
+    if let (Some(partial), Some(target)) = (partial, &args.file) {
+        std::fs::rename(&partial, target)
+            .with_context(|| format!("cannot move the export to {}", target.display()))?;
+        out.value(
+            &serde_json::json!({ "file": target, "records": written }),
+            || format!("exported {written} memory versions to {}", target.display()),
+        );
+    }
+    Ok(())
+}
