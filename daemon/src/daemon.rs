@@ -18,6 +18,7 @@ use crate::hardware::nvml::NvmlProbe;
 use crate::hardware::probe::SysinfoProbe;
 use crate::hardware::{Monitor, Sampler};
 use crate::ingest::Ingest;
+use crate::knowledge::Knowledge;
 use crate::lock::DataDirLock;
 use crate::readiness;
 use crate::recall::Recall;
@@ -25,6 +26,7 @@ use crate::server::{self, ActivationFd, Limits, State};
 use crate::shutdown::Shutdown;
 use crate::status::Health;
 use crate::store::{self, KeySettings, Store};
+use crate::usermodel::UserModel;
 use mnemo_protocol::daemon::EncryptionMode;
 
 pub struct RunOptions {
@@ -83,13 +85,18 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     let (access, access_task) = AccessRecorder::start(store.clone());
     let names = Arc::new(Gazetteer::new(store.clone()));
     let entities = Arc::new(EntityBook::new(store.clone()));
+    let usermodel = Arc::new(UserModel::new(store.clone(), config.usermodel.extract));
+    let knowledge = Knowledge {
+        names: names.clone(),
+        entities: entities.clone(),
+        usermodel: usermodel.clone(),
+    };
     let ingest = Ingest::start(
         store.clone(),
         embed.clone(),
         events.clone(),
         access.clone(),
-        names.clone(),
-        entities.clone(),
+        knowledge.clone(),
         config.salience.clone(),
     )
     .await
@@ -99,8 +106,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         store.clone(),
         embed.clone(),
         access.clone(),
-        names,
-        entities.clone(),
+        knowledge,
         graph.clone(),
         config.search.clone(),
     );
@@ -117,6 +123,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         recall: Arc::new(recall),
         graph,
         entities: entities.clone(),
+        usermodel,
         store: store.clone(),
         embed: embed.clone(),
         hardware: monitor.clone(),

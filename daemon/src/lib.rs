@@ -16,16 +16,20 @@ mod graph;
 mod hardware;
 mod httpjson;
 mod ingest;
+mod knowledge;
 mod linalg;
 mod llm;
 mod lock;
+mod paging;
 mod readiness;
 mod recall;
 mod server;
 mod shutdown;
 mod status;
 mod store;
-mod understand;
+#[doc(hidden)]
+pub mod understand;
+mod usermodel;
 
 /// For `main`: the socket-activation descriptor, read before the runtime starts.
 pub use server::activation_fd;

@@ -3,6 +3,7 @@
 //! and result, so daemon handlers and client calls cannot disagree. Where the socket and the
 //! data live by default is part of the contract too ([`paths`], [`socket`]).
 
+pub mod belief;
 pub mod consolidate;
 pub mod daemon;
 pub mod entity;
@@ -13,6 +14,7 @@ pub mod jsonrpc;
 pub mod manpage;
 pub mod memory;
 pub mod paths;
+pub mod project;
 pub mod socket;
 pub mod system;
 pub mod time;
@@ -116,6 +118,8 @@ pub fn all_methods() -> Vec<&'static str> {
         graph::METHODS,
         entity::METHODS,
         transfer::METHODS,
+        belief::METHODS,
+        project::METHODS,
     ]
     .concat();
     all.sort_unstable();

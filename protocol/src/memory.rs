@@ -272,9 +272,26 @@ pub struct ScoreExplain {
     /// What the memory's salience is made of, when it was scored from its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub salience_factors: Option<SalienceFactors>,
+    /// A fact this memory states that a newer memory superseded: its score was lowered and
+    /// it ranks below the memory that says what holds now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<SupersededFact>,
     /// The weights the final score used, by component.
     pub weights: ScoreWeights,
     pub score: f32,
+}
+
+/// Why a memory ranks lower: what it said no longer holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SupersededFact {
+    /// The belief it stated ("Maria lives in Lisbon").
+    pub was: String,
+    /// The belief that holds now ("Maria lives in Porto").
+    pub now: String,
+    /// The memory that says so (its current version's id, or its lineage).
+    pub by_memory: String,
+    /// What the score was multiplied by.
+    pub factor: f32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -45,6 +45,9 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
         "update",
         "list_recent",
         "entities",
+        "preferences",
+        "set_preference",
+        "whoami",
     ] {
         assert!(
             tool_names.iter().any(|n| n == wanted),
@@ -89,6 +92,40 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
         "{found}"
     );
     assert!(text.contains("green tea") && text.contains(&id), "{text}");
+
+    // The user model: what a remembered line says of the person, and a stated preference.
+    mcp.call(
+        "remember",
+        json!({ "content": "My name is Alex and I live in Lisbon" }),
+    );
+    let (text, me) = mcp.call_text("whoami", json!({}));
+    assert!(
+        text.contains("Name: Alex") && text.contains("lives in Lisbon"),
+        "{text}"
+    );
+    assert_eq!(me["structuredContent"]["name"][0]["value"], json!("Alex"));
+    let (text, _) = mcp.call_text(
+        "set_preference",
+        json!({ "domain": "writing", "key": "emojis", "value": "never" }),
+    );
+    assert!(text.contains("User never wants emojis"), "{text}");
+    let (text, _) = mcp.call_text("preferences", json!({ "domain": "writing" }));
+    assert!(
+        text.contains("emojis") && text.contains("explicit"),
+        "{text}"
+    );
+    let who = mcp.step(json!({ "op": "read", "uri": "mnemo://identity" }));
+    let who = who.to_string();
+    assert!(
+        who.contains("Name: Alex") && who.contains("User never wants emojis"),
+        "{who}"
+    );
+    let (text, refused) = mcp.call_text(
+        "set_preference",
+        json!({ "domain": "", "key": "x", "value": "y" }),
+    );
+    assert_eq!(refused["isError"], json!(true));
+    assert!(text.contains("domain is empty"), "{text}");
 
     // What the client remembered is recorded as coming from it.
     let mut client = daemon.client().await;

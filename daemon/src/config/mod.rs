@@ -43,11 +43,26 @@ pub struct Config {
     pub store: StoreConfig,
     pub search: SearchConfig,
     pub salience: SalienceConfig,
+    pub usermodel: UserModelConfig,
     pub hardware: HardwareConfig,
     pub consolidate: ConsolidateConfig,
     /// The optional chat endpoint consolidation writes summaries with.
     pub llm: LlmConfig,
     pub security: SecurityConfig,
+}
+
+/// The user model (`[usermodel]`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UserModelConfig {
+    /// Read beliefs, preferences and identity from new memories by rule.
+    pub extract: bool,
+}
+
+impl Default for UserModelConfig {
+    fn default() -> Self {
+        Self { extract: true }
+    }
 }
 
 /// Encryption at rest.
@@ -194,6 +209,7 @@ impl Default for Config {
             store: StoreConfig::default(),
             search: SearchConfig::default(),
             salience: SalienceConfig::default(),
+            usermodel: UserModelConfig::default(),
             hardware: Default::default(),
             consolidate: Default::default(),
             llm: Default::default(),

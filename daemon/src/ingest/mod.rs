@@ -18,8 +18,10 @@ use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
 use crate::graph::{EntityBook, Gazetteer, Linker};
+use crate::knowledge::Knowledge;
 use crate::store::filter::predicate_all_versions;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
+use crate::usermodel::UserModel;
 
 mod import;
 mod known;
@@ -45,6 +47,8 @@ pub struct Ingest {
     entities: Arc<EntityBook>,
     /// How unlike what is stored a new memory is (a salience factor).
     novelty: Novelty,
+    /// What memories say about the person: beliefs, preferences, identity.
+    usermodel: Arc<UserModel>,
     salience: SalienceConfig,
     /// Memories added since start.
     added: AtomicU64,
@@ -152,15 +156,22 @@ impl Ingest {
         embed: EmbedService,
         events: EventBus,
         access: AccessRecorder,
-        names: Arc<Gazetteer>,
-        entities: Arc<EntityBook>,
+        knowledge: Knowledge,
         salience: SalienceConfig,
     ) -> std::result::Result<Self, StoreError> {
+        let Knowledge {
+            names,
+            entities,
+            usermodel,
+        } = knowledge;
         let known = KnownContent::default();
         let count = known.load(&store).await?;
         let named = names.load().await?;
         let book = entities.load().await?;
-        tracing::debug!("{count} current memories, {named} entity names, {book} entities");
+        let beliefs = usermodel.load().await?;
+        tracing::debug!(
+            "{count} current memories, {named} entity names, {book} entities, {beliefs} beliefs"
+        );
         Ok(Self {
             linker: Linker::new(store.clone()),
             store,
@@ -171,6 +182,7 @@ impl Ingest {
             names,
             entities,
             novelty: Novelty::default(),
+            usermodel,
             salience,
             added: AtomicU64::new(0),
         })
@@ -182,6 +194,7 @@ impl Ingest {
         self.known.load(&self.store).await?;
         self.names.load().await?;
         self.entities.rekey().await?;
+        self.usermodel.reseal().await?;
         // The entities' plain rows live on in old versions until purged.
         self.store.purge().await?;
         Ok(sealed)
@@ -241,6 +254,7 @@ impl Ingest {
             let mut fresh = fresh;
             self.embed_into(&mut fresh).await?;
             self.rescore_novelty(&mut fresh).await?;
+            self.usermodel.projects().assign(&mut fresh).await?;
             let edges = self.linker.link(&fresh, now).await?;
             self.store
                 .writer()
@@ -252,6 +266,8 @@ impl Ingest {
                 let op = self.store.edges().append(&edges)?;
                 self.store.writer().submit(op).await?;
             }
+            // After the memories too: a belief's evidence is always a stored memory.
+            self.usermodel.observe(&fresh).await?;
             for r in &fresh {
                 self.known.insert(r);
             }
@@ -386,6 +402,13 @@ impl Ingest {
                 .submit(edges.append(&self.linker.mentions(&new, now))?)
                 .await?;
         }
+        if new.content != old.content {
+            // What the old text said is no longer said by this memory; the new text speaks.
+            self.usermodel
+                .retract(&std::iter::once(old.lineage.clone()).collect())
+                .await?;
+            self.usermodel.observe(std::slice::from_ref(&new)).await?;
+        }
         self.names.remove([&old]);
         self.names.add([&new]);
         if let Some(mentions) = mentions {
@@ -517,6 +540,9 @@ impl Ingest {
         for chunk in lineages.chunks(1000) {
             writer.submit(store.edges().delete_touching(chunk)).await?;
         }
+        self.usermodel
+            .retract(&lineages.iter().cloned().collect())
+            .await?;
         // A session whose latest memory went must look its tail up again.
         self.linker.forget_sessions().await;
         let ids: Vec<String> = ids.into_iter().collect();

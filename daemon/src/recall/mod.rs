@@ -5,12 +5,12 @@
 
 mod rank;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo_protocol::memory::{SearchHit, SearchMode, SearchParams, SearchResult};
+use mnemo_protocol::memory::{ScoreExplain, SearchHit, SearchMode, SearchParams, SearchResult};
 use mnemo_protocol::time::{now_micros, parse_micros};
 
 pub use rank::{fuse_and_rank, time_match, Candidate, RankSettings};
@@ -20,9 +20,11 @@ use crate::config::SearchConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::graph::{entity_match, EntityBook, Gazetteer, Graph};
+use crate::knowledge::Knowledge;
 use crate::store::filter::predicate;
 use crate::store::{col, Pred, Store};
 use crate::understand::dates;
+use crate::usermodel::UserModel;
 
 pub const MAX_K: usize = 200;
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
@@ -38,6 +40,8 @@ pub struct Recall {
     /// The aliases of each.
     entities: Arc<EntityBook>,
     graph: Arc<Graph>,
+    /// Which memories state facts newer ones replaced.
+    usermodel: Arc<UserModel>,
     config: SearchConfig,
     /// Searches answered since start.
     searches: AtomicU64,
@@ -48,11 +52,15 @@ impl Recall {
         store: Arc<Store>,
         embed: EmbedService,
         access: AccessRecorder,
-        names: Arc<Gazetteer>,
-        entities: Arc<EntityBook>,
+        knowledge: Knowledge,
         graph: Arc<Graph>,
         config: SearchConfig,
     ) -> Self {
+        let Knowledge {
+            names,
+            entities,
+            usermodel,
+        } = knowledge;
         Self {
             store,
             embed,
@@ -60,6 +68,7 @@ impl Recall {
             names,
             entities,
             graph,
+            usermodel,
             config,
             searches: AtomicU64::new(0),
         }
@@ -156,6 +165,7 @@ impl Recall {
                 .for_each(name_them);
             ranked = fuse_and_rank(candidates, &settings, now);
         }
+        let ranked = self.lower_superseded(ranked, seen_at.is_some());
         let hits = ranked
             .into_iter()
             .take(k)
@@ -173,6 +183,46 @@ impl Recall {
             embedder: self.embed.label(),
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
+    }
+
+    /// Memories stating a fact a newer memory replaced keep a share of their
+    /// score (`usermodel::SUPERSEDED_FACTOR`), and never rank above the memory that replaced it
+    /// — in a search `as_of` the past, only when the replacing memory was stored by then.
+    fn lower_superseded(
+        &self,
+        mut ranked: Vec<(Candidate, ScoreExplain)>,
+        past: bool,
+    ) -> Vec<(Candidate, ScoreExplain)> {
+        let lineages: HashSet<&str> = ranked
+            .iter()
+            .map(|(c, _)| c.record.lineage.as_str())
+            .collect();
+        let mut stale = self.usermodel.superseded(&lineages);
+        if past {
+            stale.retain(|_, (_, by)| lineages.contains(by.as_str()));
+        }
+        if stale.is_empty() {
+            return ranked;
+        }
+        let scores: HashMap<String, f32> = ranked
+            .iter()
+            .map(|(c, e)| (c.record.lineage.clone(), e.score))
+            .collect();
+        for (c, e) in &mut ranked {
+            if let Some((fact, by)) = stale.remove(&c.record.lineage) {
+                e.score *= fact.factor;
+                if let Some(&above) = scores.get(&by) {
+                    e.score = e.score.min(above * 0.99);
+                }
+                e.superseded = Some(fact);
+            }
+        }
+        ranked.sort_by(|a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then_with(|| a.0.record.id.cmp(&b.0.record.id))
+        });
+        ranked
     }
 
     /// The candidates with what each draws from the best few beside it (`graph::spread`);

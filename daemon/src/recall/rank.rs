@@ -154,6 +154,7 @@ pub fn fuse_and_rank(
                 graph_via: c.graph_via.clone(),
                 time: c.time,
                 salience_factors: c.record.salience_factors(),
+                superseded: None,
                 weights: w,
                 score,
             };

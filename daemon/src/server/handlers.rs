@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::router::Router;
 use super::state::State;
-use super::state::{rpc_error, store_error};
+use super::state::{memory_page, rpc_error, store_error};
 use crate::error::Error;
 use crate::store::edges::EdgeFilter;
 use crate::store::filter::predicate;
@@ -52,6 +52,8 @@ pub fn router() -> Router {
     super::graph::register(&mut r);
     super::entity::register(&mut r);
     super::transfer::register(&mut r);
+    super::usermodel::register(&mut r);
+    super::project::register(&mut r);
     r.register_session::<Subscribe, _, _>(|_state, session, p: TopicsParams| async move {
         Ok::<_, RpcError>(session.subscribe(p))
     })
@@ -172,25 +174,6 @@ async fn get(engine: Arc<State>, p: GetParams) -> Result<Memory, RpcError> {
     }
 }
 
-/// One page of the rows `predicate` matches, newest id first, and the cursor of the next
-/// (none when this one is the last).
-pub(super) async fn page(
-    engine: &State,
-    predicate: &crate::store::Pred,
-    cursor: Option<&str>,
-    limit: usize,
-) -> Result<(Vec<crate::store::MemoryRecord>, Option<String>), RpcError> {
-    let rows = engine
-        .store
-        .page(predicate, cursor, limit)
-        .await
-        .map_err(store_error)?;
-    let next_cursor = (rows.len() == limit)
-        .then(|| rows.last().map(|r| r.id.clone()))
-        .flatten();
-    Ok((rows, next_cursor))
-}
-
 async fn list(engine: Arc<State>, p: ListParams) -> Result<ListResult, RpcError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=1000).contains(&limit) {
@@ -199,7 +182,7 @@ async fn list(engine: Arc<State>, p: ListParams) -> Result<ListResult, RpcError>
         )));
     }
     let predicate = predicate(&p.filter).map_err(|e| RpcError::invalid_params(e.to_string()))?;
-    let (rows, next_cursor) = page(&engine, &predicate, p.cursor.as_deref(), limit).await?;
+    let (rows, next_cursor) = memory_page(&engine, &predicate, p.cursor.as_deref(), limit).await?;
     Ok(ListResult {
         memories: rows.iter().map(|r| r.to_protocol()).collect(),
         next_cursor,

@@ -8,12 +8,14 @@ mod entity;
 mod frame;
 mod graph;
 mod handlers;
+mod project;
 mod router;
 mod rpc;
 mod session;
 mod socket;
 mod state;
 mod transfer;
+mod usermodel;
 
 use std::sync::Arc;
 

@@ -18,6 +18,7 @@ use crate::recall::Recall;
 use crate::shutdown::Shutdown;
 use crate::status::Health;
 use crate::store::{Store, StoreError};
+use crate::usermodel::UserModel;
 
 /// The server's settings.
 pub struct Limits {
@@ -33,6 +34,7 @@ pub struct State {
     pub recall: Arc<Recall>,
     pub graph: Arc<Graph>,
     pub entities: Arc<EntityBook>,
+    pub usermodel: Arc<UserModel>,
     pub store: Arc<Store>,
     pub embed: EmbedService,
     pub hardware: Arc<Monitor>,
@@ -60,6 +62,25 @@ impl State {
             connections: self.connections.load(Ordering::Relaxed),
         }
     }
+}
+
+/// One page of the rows `predicate` matches, newest id first, and the cursor of the next
+/// (none when this one is the last).
+pub async fn memory_page(
+    engine: &State,
+    predicate: &crate::store::Pred,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<crate::store::MemoryRecord>, Option<String>), RpcError> {
+    let rows = engine
+        .store
+        .page(predicate, cursor, limit)
+        .await
+        .map_err(store_error)?;
+    let next_cursor = (rows.len() == limit)
+        .then(|| rows.last().map(|r| r.id.clone()))
+        .flatten();
+    Ok((rows, next_cursor))
 }
 
 /// A request slot, held while the request is handled and given back on drop, so a handler

@@ -9,8 +9,8 @@ use mnemo_protocol::transfer::{
 };
 use mnemo_protocol::RpcError;
 
-use super::handlers::page;
 use super::router::Router;
+use super::state::memory_page;
 use super::state::{rpc_error, store_error, State};
 use crate::store::filter::predicate_all_versions;
 
@@ -47,7 +47,7 @@ async fn export(engine: Arc<State>, p: ExportParams) -> Result<ExportResult, Rpc
         None => Some(engine.store.count(&predicate).await.map_err(store_error)? as u64),
         Some(_) => None,
     };
-    let (rows, next_cursor) = page(&engine, &predicate, p.cursor.as_deref(), limit).await?;
+    let (rows, next_cursor) = memory_page(&engine, &predicate, p.cursor.as_deref(), limit).await?;
     Ok(ExportResult {
         records: rows
             .iter()

@@ -10,6 +10,7 @@ use lancedb::arrow::arrow_array::{
     StringArray,
 };
 use lancedb::arrow::arrow_schema::{DataType, Field};
+use mnemo_protocol::belief::{BeliefSource, BeliefType};
 use mnemo_protocol::entity::EntityType;
 use mnemo_protocol::graph::{EdgeType, NodeKind};
 use mnemo_protocol::memory::MemoryKind;
@@ -194,6 +195,8 @@ named_column!(MemoryKind);
 named_column!(EdgeType);
 named_column!(NodeKind);
 named_column!(EntityType);
+named_column!(BeliefType);
+named_column!(BeliefSource);
 
 /// Declares the row type of a table without vectors from its columns (`name: Type`, each a
 /// [`Column`]): the struct, its Arrow schema and both batch conversions.
@@ -231,6 +234,18 @@ macro_rules! table_rows {
                         $( $name: $name.map(|c| <$ty as Column>::read(c.as_ref(), row)).unwrap_or_default(), )*
                     })
                     .collect()
+            }
+        }
+
+        impl $crate::store::keyed::Rows for $row {
+            fn schema() -> lancedb::arrow::arrow_schema::SchemaRef {
+                $row::schema()
+            }
+            fn to_batch(rows: &[Self]) -> Result<lancedb::arrow::arrow_array::RecordBatch, $crate::store::StoreError> {
+                $row::to_batch(rows)
+            }
+            fn from_batch(batch: &lancedb::arrow::arrow_array::RecordBatch) -> Vec<Self> {
+                $row::from_batch(batch)
             }
         }
     };

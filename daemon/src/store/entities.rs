@@ -4,13 +4,9 @@
 //! An entity's id is its graph node id (its key, keyed in an encrypted store), scoped by
 //! namespace; in an encrypted store its name and aliases are sealed to the row.
 
-use lancedb::{Connection, Table};
 use mnemo_protocol::entity::EntityType;
 
 use super::column::table_rows;
-use super::sql::{col, matching, Pred};
-use super::system::open_or_create;
-use super::{StoreError, WriteOp};
 
 pub const ENTITIES: &str = "entities";
 
@@ -42,46 +38,5 @@ pub fn entity_id(namespace: &str, key: &str) -> String {
     format!("{namespace}|{key}")
 }
 
-pub struct EntityTable {
-    table: Table,
-}
-
-impl EntityTable {
-    pub async fn open(db: &Connection, names: &[String]) -> Result<Self, StoreError> {
-        let table = open_or_create(db, names, ENTITIES, EntityRecord::schema()).await?;
-        Ok(Self { table })
-    }
-
-    pub fn table(&self) -> &Table {
-        &self.table
-    }
-
-    /// Rows written again keep one row each.
-    pub fn upsert(&self, rows: &[EntityRecord]) -> Result<WriteOp, StoreError> {
-        Ok(WriteOp::Merge {
-            table: self.table.clone(),
-            on: "id",
-            batch: EntityRecord::to_batch(rows)?,
-        })
-    }
-
-    pub fn delete_ids(&self, ids: &[String]) -> WriteOp {
-        WriteOp::DeleteWhere {
-            table: self.table.clone(),
-            predicate: col("id").one_of(ids),
-        }
-    }
-
-    /// Every row: an encryption rewrites them all.
-    pub fn delete_all(&self) -> WriteOp {
-        WriteOp::DeleteWhere {
-            table: self.table.clone(),
-            predicate: col("id").not_null(),
-        }
-    }
-
-    pub async fn rows(&self, predicate: &Pred) -> Result<Vec<EntityRecord>, StoreError> {
-        let batches = matching(&self.table, predicate, None).await?;
-        Ok(batches.iter().flat_map(EntityRecord::from_batch).collect())
-    }
-}
+/// The entities table: rows keyed by `namespace|key`.
+pub type EntityTable = super::keyed::KeyedTable<EntityRecord>;

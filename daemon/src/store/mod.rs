@@ -1,15 +1,18 @@
 //! Storage: one LanceDB database under the data dir. Every write to every table goes through
 //! the [`writer`] task; reads go straight to LanceDB and run concurrently.
 
+pub mod beliefs;
 mod column;
 mod counts;
 pub mod edges;
 mod encryption;
 pub mod entities;
 pub mod filter;
+pub mod keyed;
 pub mod keystore;
 pub mod maintenance;
 mod memories;
+pub mod projects;
 pub mod runs;
 pub mod schema;
 pub mod seal;
@@ -101,6 +104,8 @@ pub struct Store {
     runs: runs::RunTables,
     edges: edges::EdgeTable,
     entities: entities::EntityTable,
+    beliefs: beliefs::BeliefTable,
+    projects: projects::ProjectTable,
     schema: SchemaRef,
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -151,7 +156,9 @@ impl Store {
         let system = system::SystemTables::open(&db, &names).await?;
         let runs = runs::RunTables::open(&db, &names).await?;
         let edges = edges::EdgeTable::open(&db, &names).await?;
-        let entities = entities::EntityTable::open(&db, &names).await?;
+        let entities = keyed::KeyedTable::open(&db, &names, entities::ENTITIES).await?;
+        let beliefs = keyed::KeyedTable::open(&db, &names, beliefs::BELIEFS).await?;
+        let projects = keyed::KeyedTable::open(&db, &names, projects::PROJECTS).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
             .await?
             .and_then(|v| v.parse().ok())
@@ -205,6 +212,8 @@ impl Store {
             runs,
             edges,
             entities,
+            beliefs,
+            projects,
             schema,
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
@@ -281,6 +290,14 @@ impl Store {
         &self.entities
     }
 
+    pub fn beliefs(&self) -> &beliefs::BeliefTable {
+        &self.beliefs
+    }
+
+    pub fn projects(&self) -> &projects::ProjectTable {
+        &self.projects
+    }
+
     /// A value from the `meta` table (schema version, embedder, watermarks).
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         read_meta(&self.meta, key).await
@@ -318,6 +335,8 @@ impl Store {
             self.runs.access_log.clone(),
             self.edges.table().clone(),
             self.entities.table().clone(),
+            self.beliefs.table().clone(),
+            self.projects.table().clone(),
             self.meta.clone(),
         ]
     }

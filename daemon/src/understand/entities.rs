@@ -279,6 +279,11 @@ static RELATIONS: WordSet = LazyLock::new(|| {
     )
 });
 
+/// A word (lower case) that opens sentences and never names anyone ("the", "maybe").
+pub fn is_common_word(word: &str) -> bool {
+    COMMON.contains(word) || STOP.contains(word)
+}
+
 /// A word naming someone close ("sister", "boss", "dog").
 pub fn is_relation(word: &str) -> bool {
     RELATIONS.contains(word)

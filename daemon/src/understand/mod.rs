@@ -2,9 +2,11 @@
 //! part is small and named so a score can be explained and tuned.
 
 pub mod aliases;
+pub mod beliefs;
 pub mod dates;
 pub mod emotion;
 pub mod entities;
+pub mod paths;
 pub mod salience;
 
 use mnemo_protocol::understanding::{Emotion, SalienceFactors};

@@ -11,8 +11,10 @@ mod launch;
 mod mcp;
 mod memory;
 mod output;
+mod project;
 mod system;
 mod transfer;
+mod usermodel;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -66,6 +68,22 @@ enum Command {
     Entities(entity::EntitiesArgs),
     /// One entity: its forms, the memories that mention it, the entities mentioned with it.
     Entity(entity::EntityArgs),
+    /// What the memories say about the person and the people they mention: facts,
+    /// preferences, rules, constraints, goals (`--type`, `--subject Maria`, `--all` for
+    /// superseded ones, `--as-of` for a past time).
+    Beliefs(usermodel::BeliefsArgs),
+    /// One belief: its evidence and how it changed.
+    Belief(usermodel::BeliefArgs),
+    /// Preferences, strongest first; `mnemo prefs set coding.indentation tabs` records one
+    /// that memories cannot override, `mnemo prefs forget ID|DOMAIN.KEY` removes one.
+    Prefs(usermodel::PrefsArgs),
+    /// Who the person is, as the memories tell: name, roles, places, languages, people.
+    Whoami(usermodel::WhoamiArgs),
+    /// The projects memories point into (by their `cwd` or file paths), most recent first.
+    Projects(project::ProjectsArgs),
+    /// One project (by id or a path inside it): languages, frameworks, build system, README,
+    /// remote, its recent memories and beliefs.
+    Project(project::ProjectArgs),
     /// Measure ingest, search latency and retrieval quality through the socket.
     Bench(bench::BenchArgs),
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
@@ -147,6 +165,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Graph(args) => graph::run(args, &socket, &out).await?,
         Command::Entities(args) => entity::list(args, &socket, &out).await?,
         Command::Entity(args) => entity::get(args, &socket, &out).await?,
+        Command::Beliefs(args) => usermodel::beliefs(args, &socket, &out).await?,
+        Command::Belief(args) => usermodel::belief(args, &socket, &out).await?,
+        Command::Prefs(args) => usermodel::prefs(args, &socket, &out).await?,
+        Command::Whoami(args) => usermodel::whoami(args, &socket, &out).await?,
+        Command::Projects(args) => project::list(args, &socket, &out).await?,
+        Command::Project(args) => project::get(args, &socket, &out).await?,
         Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
         Command::Mcp(args) => mcp::run(args, &socket).await?,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use mnemo_protocol::entity::{Entity, EntitySort, EntityType, ListParams, MAX_LIST};
 use mnemo_protocol::time::format_micros;
 
+use crate::paging::Page;
 use crate::shutdown::Shutdown;
 use crate::store::entities::{entity_id, EntityRecord};
 use crate::store::filter::current;
@@ -324,16 +325,7 @@ impl EntityBook {
 
     /// A page of entities (`cursor` is the offset of the next page).
     pub fn list(&self, p: &ListParams) -> Result<(Vec<Entity>, u64, Option<String>), String> {
-        let limit = p.limit.unwrap_or(50);
-        if limit == 0 || limit > MAX_LIST {
-            return Err(format!("limit is {limit}; it must be 1–{MAX_LIST}"));
-        }
-        let offset: usize = match &p.cursor {
-            Some(c) => c
-                .parse()
-                .map_err(|_| format!("cursor `{c}` is not one this method gave"))?,
-            None => 0,
-        };
+        let page = Page::new(p.limit, MAX_LIST, p.cursor.as_deref())?;
         let prefix = p.prefix.as_deref().map(fold);
         let book = self.lock();
         // An alias is listed as part of its entity, its mentions counted there.
@@ -370,10 +362,9 @@ impl EntityBook {
             EntitySort::Name => found.sort_by_key(|k| fold(&k.name())),
         }
         let total = found.len() as u64;
-        let page: Vec<Entity> = found
-            .iter()
-            .skip(offset)
-            .take(limit)
+        let (shown, next) = page.of(found);
+        let shown = shown
+            .into_iter()
             .map(|k| {
                 let mut e = k.to_protocol();
                 let more = merged.get(&entity_id(&k.namespace, &k.key)).copied();
@@ -381,8 +372,7 @@ impl EntityBook {
                 e
             })
             .collect();
-        let next = (offset + limit < found.len()).then(|| (offset + limit).to_string());
-        Ok((page, total, next))
+        Ok((shown, total, next))
     }
 
     /// The entities of `namespace` (or of every namespace) named `name` in any of its forms;

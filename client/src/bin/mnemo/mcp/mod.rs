@@ -4,6 +4,7 @@
 //! answers, mnemod's start) happens beside it, and a call that finds no daemon is a tool error.
 
 mod link;
+mod model_tools;
 mod render;
 mod resources;
 mod tools;
@@ -97,7 +98,7 @@ pub async fn run(args: McpArgs, socket: &Path) -> anyhow::Result<()> {
     let link = Arc::new(Link::new(socket.to_path_buf(), !args.no_start));
     let server = MnemoServer {
         link: link.clone(),
-        tool_router: MnemoServer::tool_router(),
+        tool_router: MnemoServer::tool_router() + MnemoServer::model_router(),
     };
     tokio::spawn(async move { link.warm().await });
     let service = server.serve(rmcp::transport::stdio()).await?;

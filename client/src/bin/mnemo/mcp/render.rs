@@ -117,6 +117,26 @@ pub fn entities(list: &[Entity], total: u64) -> String {
     lines.join("\n")
 }
 
+/// Who the user is, one line per known part ("Name: Alex"), or a line saying nothing is.
+pub fn identity(me: &mnemo_protocol::belief::Identity) -> String {
+    let lines: Vec<String> = me
+        .parts()
+        .into_iter()
+        .filter(|(_, list)| !list.is_empty())
+        .map(|(label, list)| {
+            let values: Vec<&str> = list.iter().map(|t| t.value.as_str()).collect();
+            let mut label = label.to_string();
+            label[..1].make_ascii_uppercase();
+            format!("{label}: {}", values.join("; "))
+        })
+        .collect();
+    if lines.is_empty() {
+        "Nothing is known about the user yet.".to_string()
+    } else {
+        lines.join("\n")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,8 @@
 //! The resources `mnemo mcp` offers: what a client may read into a conversation without a
-//! tool call — the recent memories, the entities, one memory with its history.
+//! tool call — the recent memories, the entities, who the user is, one memory with its
+//! history.
 
+use mnemo_protocol::belief::{IdentityGet, IdentityParams, PreferenceList, PreferenceListParams};
 use mnemo_protocol::entity;
 use mnemo_protocol::memory::{History, HistoryParams, List, ListParams};
 use rmcp::model::{ErrorData, Resource, ResourceContents, ResourceTemplate};
@@ -10,11 +12,14 @@ use super::render;
 
 pub const RECENT: &str = "mnemo://memories/recent";
 pub const ENTITIES: &str = "mnemo://entities";
+pub const IDENTITY: &str = "mnemo://identity";
 const MEMORY_PREFIX: &str = "mnemo://memory/";
 /// Memories the recent resource holds.
 const RECENT_COUNT: usize = 20;
 /// Entities the entities resource holds.
 const ENTITY_COUNT: usize = 50;
+/// Preferences the identity resource holds.
+const PREFERENCE_COUNT: usize = 30;
 
 pub fn list() -> Vec<Resource> {
     vec![
@@ -25,6 +30,13 @@ pub fn list() -> Vec<Resource> {
         Resource::new(ENTITIES, "entities")
             .with_title("People, places and things")
             .with_description("The 50 entities the memories mention most, with their aliases.")
+            .with_mime_type("text/markdown"),
+        Resource::new(IDENTITY, "identity")
+            .with_title("Who the user is")
+            .with_description(
+                "Name, roles, places, languages and people as the memories tell, then the \
+                 user's preferences and standing rules, strongest first.",
+            )
             .with_mime_type("text/markdown"),
     ]
 }
@@ -70,6 +82,29 @@ pub async fn read(link: &Link, uri: &str) -> Result<ResourceContents, ErrorData>
             "# People, places and things\n\n{}",
             render::entities(&page.entities, page.total)
         )
+    } else if uri == IDENTITY {
+        let me = link
+            .call::<IdentityGet>(&IdentityParams::default())
+            .await
+            .map_err(unavailable)?;
+        let prefs = link
+            .call::<PreferenceList>(&PreferenceListParams {
+                limit: Some(PREFERENCE_COUNT),
+                ..Default::default()
+            })
+            .await
+            .map_err(unavailable)?;
+        let mut text = format!("# Who the user is\n\n{}\n", render::identity(&me));
+        if !prefs.beliefs.is_empty() {
+            text.push_str("\n## Preferences and rules\n\n");
+            for b in &prefs.beliefs {
+                text.push_str(&format!(
+                    "- {} ({}, {:.2})\n",
+                    b.statement, b.source, b.confidence
+                ));
+            }
+        }
+        text
     } else if let Some(id) = uri.strip_prefix(MEMORY_PREFIX).filter(|id| !id.is_empty()) {
         let params = HistoryParams { id: id.into() };
         let history = link
@@ -89,7 +124,7 @@ pub async fn read(link: &Link, uri: &str) -> Result<ResourceContents, ErrorData>
     } else {
         return Err(ErrorData::resource_not_found(
             format!(
-                "no resource at {uri}; mnemo serves {RECENT}, {ENTITIES} and {MEMORY_PREFIX}<id>"
+                "no resource at {uri}; mnemo serves {RECENT}, {ENTITIES}, {IDENTITY} and {MEMORY_PREFIX}<id>"
             ),
             None,
         ));

@@ -25,17 +25,17 @@ const DEFAULT_RECALL: usize = 8;
 /// Most results one recall or listing returns: more would flood the model's context.
 const MAX_RESULTS: usize = 50;
 
-type ToolResult = Result<CallToolResult, ErrorData>;
+pub(super) type ToolResult = Result<CallToolResult, ErrorData>;
 
 /// A tool's answer: `text` for the model, `structured` beside it for programs.
-fn answer(text: String, structured: Value) -> ToolResult {
+pub(super) fn answer(text: String, structured: Value) -> ToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);
     Ok(result)
 }
 
 /// A failure the model should read (and may fix by calling again differently).
-fn refused(message: impl Into<String>) -> ToolResult {
+pub(super) fn refused(message: impl Into<String>) -> ToolResult {
     Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
 }
 

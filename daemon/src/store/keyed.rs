@@ -1,0 +1,68 @@
+//! A table of derived rows keyed by `id` (entities, beliefs, projects): written again whole
+//! when they change (one row per id), deleted by id, read by predicate. One implementation
+//! for every such table; the row type says the columns.
+
+use std::marker::PhantomData;
+
+use lancedb::arrow::arrow_array::RecordBatch;
+use lancedb::arrow::arrow_schema::SchemaRef;
+use lancedb::{Connection, Table};
+
+use super::sql::{col, matching, Pred};
+use super::system::open_or_create;
+use super::{StoreError, WriteOp};
+
+/// A row type declared with `table_rows!`.
+pub trait Rows: Sized {
+    fn schema() -> SchemaRef;
+    fn to_batch(rows: &[Self]) -> Result<RecordBatch, StoreError>;
+    fn from_batch(batch: &RecordBatch) -> Vec<Self>;
+}
+
+pub struct KeyedTable<R> {
+    table: Table,
+    rows: PhantomData<fn() -> R>,
+}
+
+impl<R: Rows> KeyedTable<R> {
+    pub async fn open(db: &Connection, names: &[String], name: &str) -> Result<Self, StoreError> {
+        let table = open_or_create(db, names, name, R::schema()).await?;
+        Ok(Self {
+            table,
+            rows: PhantomData,
+        })
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Rows written again keep one row each.
+    pub fn upsert(&self, rows: &[R]) -> Result<WriteOp, StoreError> {
+        Ok(WriteOp::Merge {
+            table: self.table.clone(),
+            on: "id",
+            batch: R::to_batch(rows)?,
+        })
+    }
+
+    pub fn delete_ids(&self, ids: &[String]) -> WriteOp {
+        WriteOp::DeleteWhere {
+            table: self.table.clone(),
+            predicate: col("id").one_of(ids),
+        }
+    }
+
+    /// Every row: an encryption rewrites them all.
+    pub fn delete_all(&self) -> WriteOp {
+        WriteOp::DeleteWhere {
+            table: self.table.clone(),
+            predicate: col("id").not_null(),
+        }
+    }
+
+    pub async fn rows(&self, predicate: &Pred) -> Result<Vec<R>, StoreError> {
+        let batches = matching(&self.table, predicate, None).await?;
+        Ok(batches.iter().flat_map(R::from_batch).collect())
+    }
+}

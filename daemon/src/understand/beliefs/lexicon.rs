@@ -1,0 +1,142 @@
+//! The words the belief rules lean on: what a role is, which domain a preference belongs to,
+//! and the verbs after "I can't" or "don't" that are turns of phrase, not facts.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+type WordSet = LazyLock<HashSet<&'static str>>;
+
+fn word_set(words: &'static str) -> HashSet<&'static str> {
+    words.split_whitespace().collect()
+}
+
+/// Last words of an occupation or role ("software engineer", "nurse", "vegetarian" is a
+/// diet, not a role).
+static ROLES: WordSet = LazyLock::new(|| {
+    word_set(
+        "engineer developer programmer designer teacher nurse doctor student writer manager \
+     scientist researcher artist musician lawyer accountant consultant architect analyst \
+     chef cook photographer journalist editor professor lecturer pharmacist therapist \
+     counselor counsellor mechanic electrician plumber carpenter farmer pilot driver \
+     firefighter officer soldier veteran entrepreneur founder cofounder co-founder \
+     freelancer intern barista cashier librarian translator dentist surgeon vet \
+     veterinarian paramedic coach trainer producer director actor actress dancer singer \
+     painter sculptor poet novelist author blogger streamer youtuber parent mom mother dad \
+     father retiree runner volunteer activist advocate scientist administrator admin \
+     sysadmin devops cto ceo cfo lead principal physicist chemist biologist mathematician \
+     economist historian psychologist social worker counselor caregiver homemaker",
+    )
+});
+
+/// "software engineer", "a nurse": ends in a role word.
+pub fn is_role(phrase: &str) -> bool {
+    phrase
+        .split_whitespace()
+        .last()
+        .is_some_and(|w| ROLES.contains(w.to_lowercase().as_str()))
+}
+
+/// Verbs after "I can't" that express feeling, not inability ("I can't wait").
+static IDIOM_AFTER_CANT: WordSet = LazyLock::new(|| {
+    word_set(
+        "believe wait imagine thank stop help tell say express describe decide remember \
+     stand figure complain argue deny resist",
+    )
+});
+
+pub fn is_idiom_after_cant(verb: &str) -> bool {
+    IDIOM_AFTER_CANT.contains(verb)
+}
+
+/// Verbs after "don't" / "never" at the start that are comfort, not corrections.
+static IDIOM_AFTER_DONT: WordSet = LazyLock::new(|| {
+    word_set("worry worried forget mind know think care panic hesitate fret stress apologize sweat")
+});
+
+pub fn is_idiom_after_dont(verb: &str) -> bool {
+    IDIOM_AFTER_DONT.contains(verb)
+}
+
+/// Verbs after "I want to" that are conversation, not goals.
+static NOT_GOALS: WordSet = LazyLock::new(|| {
+    word_set("say thank know ask tell share see mention add check hear let remind apologize")
+});
+
+pub fn is_not_goal(verb: &str) -> bool {
+    NOT_GOALS.contains(verb)
+}
+
+/// Words that place a preference or rule in a domain.
+const DOMAINS: &[(&str, &str)] = &[
+    (
+        "coding",
+        "code coding tabs spaces indentation indent rust python javascript typescript java \
+         golang go kotlin swift ruby php haskell c++ vim neovim emacs vscode editor ide git \
+         commit commits tests test testing unit function functions variable variables types \
+         typing linter lint formatter compiler framework frameworks library libraries api \
+         sql database docker kubernetes terminal shell bash zsh npm pnpm yarn cargo \
+         snake_case camelcase semicolons comments refactor refactoring debugging async \
+         programming branch branches rebase merge pr prs review dependencies",
+    ),
+    (
+        "food",
+        "tea coffee food eat eating pizza pasta sushi cheese meat vegetarian vegan chocolate \
+         spicy cooking cook bake baking breakfast lunch dinner wine beer fruit vegetables \
+         dessert restaurant restaurants nuts peanuts gluten dairy milk shellfish seafood \
+         fish eggs soup salad burgers tacos curry ramen cake cookies ice cream",
+    ),
+    (
+        "writing",
+        "emojis emoji bullet bullets tone formal informal concise verbose answers answer \
+         responses response replies prose markdown headings exclamation jargon summaries \
+         explanations writing essay paragraphs comma wording sentences",
+    ),
+    (
+        "music",
+        "music song songs jazz rock pop guitar piano concert concerts band bands playlist \
+         classical violin singing drums album albums",
+    ),
+    (
+        "fitness",
+        "running run hiking hike yoga gym swimming cycling football soccer basketball tennis \
+         climbing skiing workout workouts marathon sports exercise",
+    ),
+    (
+        "media",
+        "books book reading novels novel movies movie films film tv shows podcasts podcast \
+         series anime fantasy sci-fi documentaries games gaming",
+    ),
+    (
+        "travel",
+        "travel traveling travelling flights flying beach beaches mountains camping trips \
+         hotels",
+    ),
+    (
+        "art",
+        "painting paintings drawing pottery photography art museums sculpture crafts",
+    ),
+    (
+        "nature",
+        "dogs dog cats cat pets pet animals gardening plants flowers nature birds",
+    ),
+];
+
+static DOMAIN_WORDS: LazyLock<Vec<(&'static str, HashSet<&'static str>)>> = LazyLock::new(|| {
+    DOMAINS
+        .iter()
+        .map(|(domain, words)| (*domain, words.split_whitespace().collect()))
+        .collect()
+});
+
+/// The domain a preference's words place it in; `general` when none does.
+pub fn domain_of(text: &str) -> &'static str {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '+' | '_' | '-')))
+        .filter(|w| !w.is_empty())
+        .collect();
+    DOMAIN_WORDS
+        .iter()
+        .find(|(_, set)| words.iter().any(|w| set.contains(w)))
+        .map_or("general", |(domain, _)| domain)
+}

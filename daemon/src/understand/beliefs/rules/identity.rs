@@ -1,0 +1,137 @@
+//! Who someone is: name, age, pronouns, occupation, diet, where they live and work,
+//! where they come from, languages, birthday, spouse; and the people close to them.
+
+use mnemo_protocol::belief::BeliefType::{Constraint, Fact, Identity};
+
+use super::*;
+
+/// "I'm Sam": a name, unless it is a word or a role.
+fn introduced(c: &Captures, w: &Who) -> Vec<Signal> {
+    let v = group(c, "v");
+    if is_common_word(&first_word(v)) || is_role(v) {
+        return vec![];
+    }
+    vec![fact(w.speaker, Identity, "name", v.to_string(), false)]
+}
+
+/// "I'm a nurse at St Mary's": an occupation (and a workplace), or a diet.
+fn occupation(c: &Captures, w: &Who) -> Vec<Signal> {
+    let v = clean(group(c, "v"), true);
+    let lower = v.to_lowercase();
+    if matches!(lower.as_str(), "vegetarian" | "vegan" | "pescatarian") {
+        return vec![fact(w.speaker, Constraint, "diet", lower, negated(c))];
+    }
+    if !is_role(&v) || v.split_whitespace().count() > 4 {
+        return vec![];
+    }
+    let mut out = vec![fact(w.speaker, Identity, "occupation", lower, negated(c))];
+    if let Some(org) = c.name("org").and_then(|o| value(o.as_str(), true, 5)) {
+        out.push(fact(w.speaker, Identity, "works_at", org, false));
+    }
+    out
+}
+
+/// "Maria is my sister", "my brother's name is Tom".
+fn relation(c: &Captures, w: &Who) -> Vec<Signal> {
+    let rel = group(c, "rel").to_lowercase();
+    match w.subject(group(c, "name")) {
+        Some(name) if is_relation(&rel) => vec![fact(&name, Fact, "relation", rel, false)],
+        _ => vec![],
+    }
+}
+
+pub fn rules() -> Vec<Rule> {
+    let neg = r"(?P<neg>(?i:don't|don’t|do not|didn't|didn’t|never|no longer)\s+)?";
+    vec![
+        rule(
+            r"(?i:my name is|my name's|call me|i go by)\s+(?P<v>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+){0,2})",
+            own(Identity, "name", Take::AsIs),
+        ),
+        rule(
+            r"(?i:i'm|i’m|i am)\s+(?P<v>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)\s*$",
+            introduced,
+        ),
+        rule(
+            r"(?i:i'm|i’m|i am|i just turned|i turned|i'll be|i’ll be)\s+(?P<v>\d{1,3})(?i:\s+years?\s+old|\s+yo)?\s*$",
+            own(Identity, "age", Take::AsIs),
+        ),
+        rule(
+            r"(?i:my pronouns are|i use)\s+(?P<v>[a-z]+/[a-z]+(?:/[a-z]+)?)",
+            own(Identity, "pronouns", Take::Lower),
+        ),
+        rule(
+            r"(?i:i work as|i'm working as|i’m working as|my job is|i'm|i’m|i am)\s+(?P<neg>(?i:not)\s+)?(?i:an?\s+)(?P<v>[^,.;]+?)(?:\s+(?i:at|for)\s+(?P<org>.+))?$",
+            occupation,
+        ),
+        rule(
+            r"(?i:i'm|i’m|i am)\s+(?P<neg>(?i:not)\s+)?(?P<v>(?i:vegetarian|vegan|pescatarian))\b",
+            own(Constraint, "diet", Take::Lower),
+        ),
+        rule(
+            r"(?i:i'm|i’m|i am)\s+(?P<v>(?i:lactose intolerant|celiac|coeliac|diabetic|colorblind|colourblind))\b",
+            own(Constraint, "condition", Take::Lower),
+        ),
+        rule(
+            &format!(r"{I}\s+{neg}(?i:live|am living|'m living|’m living)\s+(?i:in)\s+(?P<v>.+)"),
+            own(Identity, "lives_in", PLACE),
+        ),
+        rule(
+            &format!(
+                r"{I}\s+(?i:(?:just |recently |finally )?(?:moved|relocated|have moved|'ve moved|’ve moved))\s+(?i:back\s+)?(?i:to)\s+(?P<v>.+)"
+            ),
+            own(Identity, "lives_in", PLACE),
+        ),
+        rule(
+            &format!(
+                r"{I}\s+{neg}(?i:work|am working|'m working|’m working)\s+(?i:at|for)\s+(?P<v>.+)"
+            ),
+            own(Identity, "works_at", PLACE),
+        ),
+        rule(
+            &format!(
+                r"{I}\s+(?i:(?:just |recently )?(?:got a job at|started working at|started at|joined))\s+(?P<v>[A-Z].+)"
+            ),
+            own(Identity, "works_at", PLACE),
+        ),
+        rule(
+            r"(?i:i'm from|i’m from|i am from|i come from|i grew up in)\s+(?P<v>.+)",
+            own(Identity, "from", PLACE),
+        ),
+        rule(&format!(r"{I}\s+{neg}(?i:speak)\s+(?P<v>.+)"), |c, w| {
+            // Languages are capitalised: "I speak French", not "I speak my mind".
+            each(Identity, "speaks")(c, w)
+                .into_iter()
+                .filter(|s| s.object.starts_with(char::is_uppercase))
+                .collect()
+        }),
+        rule(
+            r"(?i:my birthday is|my birthday's|i was born on)\s+(?P<v>.+)",
+            own(
+                Identity,
+                "birthday",
+                Take::Clean {
+                    cut_at_and: false,
+                    words: 5,
+                },
+            ),
+        ),
+        rule(
+            r"(?i:i'm married to|i’m married to|i am married to)\s+(?P<v>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)",
+            own(Identity, "married_to", Take::AsIs),
+        ),
+        rule(
+            r"(?P<name>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)\s+(?i:is my)\s+(?P<rel>[a-z]+)\b",
+            relation,
+        ),
+        rule(
+            r"(?i:my)\s+(?P<rel>[a-z]+)(?:'s|’s)?\s+(?i:name is|is called|is named|is)\s+(?P<name>[A-Z][\p{L}'’-]+)\s*$",
+            |c, _| {
+                let (rel, name) = (group(c, "rel").to_lowercase(), group(c, "name"));
+                if !is_relation(&rel) || is_common_word(&name.to_lowercase()) {
+                    return vec![];
+                }
+                vec![fact(name, Fact, "relation", rel, false)]
+            },
+        ),
+    ]
+}

@@ -1,0 +1,454 @@
+//! The patterns, each a regex over one statement clause and what the match says. First
+//! person patterns speak for the speaker; third person ones for a name or "my sister".
+
+use std::sync::LazyLock;
+
+use mnemo_protocol::belief::{BeliefType, USER};
+use regex::{Captures, Regex};
+
+mod identity;
+mod needs;
+mod others;
+mod tastes;
+
+use super::lexicon::{domain_of, is_idiom_after_cant, is_idiom_after_dont, is_not_goal, is_role};
+use super::Signal;
+use crate::understand::entities::{is_common_word, is_relation};
+
+/// Who a clause is about, as written before the verb.
+const SUBJECT: &str = r"(?P<subj>(?i:my\s+)[a-z]+|[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)";
+/// First person: "I", "I'm", "I've".
+const I: &str = r"(?i:i)";
+
+/// What a match says.
+type Read = Box<dyn Fn(&Captures, &Who) -> Vec<Signal> + Send + Sync>;
+
+struct Rule {
+    pattern: Regex,
+    read: Read,
+}
+
+/// The speaker "I" stands for, and the owner "my" names.
+pub struct Who<'a> {
+    speaker: &'a str,
+}
+
+impl Who<'_> {
+    /// "my sister" → "user's sister"; a name stays as written; `None` for a pronoun or a word
+    /// that opens sentences.
+    fn subject(&self, raw: &str) -> Option<String> {
+        let lower = raw.to_lowercase();
+        if let Some(rel) = lower.strip_prefix("my ") {
+            let rel = rel.trim();
+            return is_relation(rel).then(|| format!("{}'s {rel}", self.speaker));
+        }
+        let first = lower.split_whitespace().next().unwrap_or_default();
+        (!is_common_word(first) && !matches!(first, "he" | "she" | "they" | "it" | "i"))
+            .then(|| raw.to_string())
+    }
+}
+
+fn rule(
+    pattern: &str,
+    read: impl Fn(&Captures, &Who) -> Vec<Signal> + Send + Sync + 'static,
+) -> Rule {
+    Rule {
+        pattern: Regex::new(&format!("^{pattern}")).unwrap_or_else(|e| panic!("{pattern}: {e}")),
+        read: Box::new(read),
+    }
+}
+
+/// How a rule reads its value (group `v`): as matched (a name, a number), lower-cased, or
+/// cleaned ([`clean`]) and at most so many words.
+#[derive(Debug, Clone, Copy)]
+enum Take {
+    AsIs,
+    Lower,
+    Clean { cut_at_and: bool, words: usize },
+}
+
+fn take(raw: &str, how: Take) -> Option<String> {
+    match how {
+        Take::AsIs => Some(raw.to_string()),
+        Take::Lower => Some(raw.to_lowercase()),
+        Take::Clean { cut_at_and, words } => value(raw, cut_at_and, words),
+    }
+}
+
+/// A place or organisation: cut at "and", at most six words.
+const PLACE: Take = Take::Clean {
+    cut_at_and: true,
+    words: 6,
+};
+
+/// A belief of the speaker: `predicate` is group `v`, negated when group `neg` matched.
+fn own(
+    kind: BeliefType,
+    predicate: &'static str,
+    how: Take,
+) -> impl Fn(&Captures, &Who) -> Vec<Signal> + Send + Sync {
+    move |c, w| {
+        one(take(group(c, "v"), how), |v| {
+            fact(w.speaker, kind, predicate, v, negated(c))
+        })
+    }
+}
+
+/// The same of the rule's subject (a name, "my sister").
+fn theirs(
+    kind: BeliefType,
+    predicate: &'static str,
+    how: Take,
+) -> impl Fn(&Captures, &Who) -> Vec<Signal> + Send + Sync {
+    move |c, w| {
+        third(c, w, |s, v, n| {
+            take(v, how).map(|v| fact(s, kind, predicate, v, n))
+        })
+    }
+}
+
+/// One belief per item of group `v` ("shellfish and eggs"), of the speaker or, with a
+/// `subj` group, of the subject.
+fn each(
+    kind: BeliefType,
+    predicate: &'static str,
+) -> impl Fn(&Captures, &Who) -> Vec<Signal> + Send + Sync {
+    move |c, w| {
+        let subject = match c.name("subj") {
+            Some(s) => match w.subject(s.as_str()) {
+                Some(s) => s,
+                None => return vec![],
+            },
+            None => w.speaker.to_string(),
+        };
+        items(group(c, "v"))
+            .into_iter()
+            .map(|item| fact(&subject, kind, predicate, item, negated(c)))
+            .collect()
+    }
+}
+
+/// The text of group `name`, or "".
+fn group<'a>(c: &'a Captures, name: &str) -> &'a str {
+    c.name(name).map_or("", |m| m.as_str())
+}
+
+/// Ends a value at what starts another thought: ", because …", " and I …", "now".
+pub fn clean(value: &str, cut_at_and: bool) -> String {
+    let mut v = value.trim().to_string();
+    let lower = v.to_lowercase();
+    let mut cuts = vec![
+        ",",
+        " because ",
+        " but ",
+        " since ",
+        " when ",
+        " which ",
+        " who ",
+        " so that ",
+        " so ",
+        " as ",
+        " if ",
+        " though ",
+        " although ",
+        " where ",
+        " with my ",
+        " — ",
+        " - ",
+        " (",
+        ":",
+    ];
+    if cut_at_and {
+        cuts.push(" and ");
+    }
+    if let Some(at) = cuts.iter().filter_map(|c| lower.find(c)).min() {
+        v.truncate(at);
+    }
+    let tails = [
+        " now",
+        " anymore",
+        " any more",
+        " these days",
+        " nowadays",
+        " at the moment",
+        " right now",
+        " currently",
+        " too",
+        " as well",
+        " a lot",
+        " so much",
+        " very much",
+        " lately",
+        " recently",
+        " again",
+        " though",
+        " forever",
+        " tbh",
+        " lol",
+        " haha",
+        " actually",
+        " really",
+    ];
+    loop {
+        let trimmed = v.trim_end_matches(|c: char| !c.is_alphanumeric() && c != '+' && c != ')');
+        let lower = trimmed.to_lowercase();
+        match tails.iter().find(|t| lower.ends_with(*t)) {
+            Some(t) => v = trimmed[..trimmed.len() - t.len()].to_string(),
+            None => {
+                v = trimmed.to_string();
+                break;
+            }
+        }
+    }
+    v.trim().to_string()
+}
+
+/// A value of at most `words` words, or nothing.
+fn value(raw: &str, cut_at_and: bool, words: usize) -> Option<String> {
+    let v = clean(raw, cut_at_and);
+    let n = v.split_whitespace().count();
+    (n >= 1 && n <= words).then_some(v)
+}
+
+/// The first word of `v`, lower case.
+fn first_word(v: &str) -> String {
+    v.split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_lowercase()
+}
+
+/// Whether the rule's `neg` group matched ("don't", "not", "no longer").
+fn negated(c: &Captures) -> bool {
+    c.name("neg").is_some()
+}
+
+/// Groups `a` and `b` cleaned, each at most its number of words; nothing unless both are.
+fn pair(c: &Captures, a: (&str, usize), b: (&str, usize)) -> Option<(String, String)> {
+    Some((
+        value(group(c, a.0), false, a.1)?,
+        value(group(c, b.0), false, b.1)?,
+    ))
+}
+
+/// The belief `make` forms from one value, when there is one.
+fn one(v: Option<String>, make: impl FnOnce(String) -> Signal) -> Vec<Signal> {
+    v.map(make).into_iter().collect()
+}
+
+/// "I prefer A over B", "use A instead of B": A preferred, B avoided.
+fn prefer_over(c: &Captures, w: &Who) -> Vec<Signal> {
+    let Some((a, b)) = pair(c, ("a", 5), ("b", 5)) else {
+        return vec![];
+    };
+    vec![
+        preference(w.speaker, a, "prefer"),
+        preference(w.speaker, b, "avoid"),
+    ]
+}
+
+/// "my favourite WHAT is V", "V is my favourite WHAT".
+fn favourite(c: &Captures, w: &Who) -> Vec<Signal> {
+    let Some((what, v)) = pair(c, ("what", 3), ("v", 5)) else {
+        return vec![];
+    };
+    let key = format!("favorite {}", what.to_lowercase());
+    vec![preference(w.speaker, key, &v)]
+}
+
+/// "WHAT is due WHEN", "the deadline for WHAT is WHEN", "I have to WHAT by WHEN".
+fn deadline(c: &Captures, w: &Who) -> Vec<Signal> {
+    let Some(when) = value(group(c, "when"), false, 5) else {
+        return vec![];
+    };
+    let what = value(group(c, "what"), false, 8).unwrap_or_else(|| "it".into());
+    let object = format!("{what} due {when}");
+    vec![fact(
+        w.speaker,
+        BeliefType::Constraint,
+        "deadline",
+        object,
+        false,
+    )]
+}
+
+/// What a predicate says in words, and its negation.
+fn phrase(predicate: &str) -> (&'static str, &'static str) {
+    match predicate {
+        "lives_in" => ("lives in", "does not live in"),
+        "works_at" => ("works at", "does not work at"),
+        "from" => ("is from", "is not from"),
+        "speaks" => ("speaks", "does not speak"),
+        "married_to" => ("is married to", "is not married to"),
+        "allergic_to" => ("is allergic to", "is not allergic to"),
+        "cannot" => ("cannot", "can"),
+        "occupation" => ("is a", "is not a"),
+        "goal" => ("wants to", "does not want to"),
+        "diet" => ("is", "is not"),
+        "condition" => ("has", "does not have"),
+        _ => ("is", "is not"),
+    }
+}
+
+/// A subject as a sentence starts with it: "User", "User's sister", "Maria".
+fn display(subject: &str) -> String {
+    match subject.strip_prefix(USER) {
+        Some(rest) => format!("User{rest}"),
+        None => subject.to_string(),
+    }
+}
+
+/// A fact, identity item, constraint or goal about `subject`.
+fn fact(subject: &str, kind: BeliefType, predicate: &str, object: String, negated: bool) -> Signal {
+    let who = display(subject);
+    let statement = match predicate {
+        "name" => format!("{who}'s name is {object}"),
+        "age" => format!("{who} is {object} years old"),
+        "pronouns" => format!("{who}'s pronouns are {object}"),
+        "birthday" => format!("{who}'s birthday is {object}"),
+        "deadline" => format!("{who} has a deadline: {object}"),
+        "relation" => {
+            let owner = subject_owner(subject);
+            format!("{who} is {owner}'s {object}")
+        }
+        "occupation" => {
+            let (yes, no) = phrase(predicate);
+            let verb = if negated { no } else { yes };
+            let article = if object.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            format!(
+                "{who} {} {object}",
+                verb.replace(" a", &format!(" {article}"))
+            )
+        }
+        _ => {
+            let (yes, no) = phrase(predicate);
+            format!("{who} {} {object}", if negated { no } else { yes })
+        }
+    };
+    Signal {
+        subject: subject.to_string(),
+        predicate: predicate.to_string(),
+        object,
+        negated,
+        kind,
+        domain: None,
+        statement,
+        confidence: if subject == USER { 0.7 } else { 0.6 },
+    }
+}
+
+/// Whose relation a third-person fact states: the relation is to the person by default.
+fn subject_owner(_subject: &str) -> String {
+    "User".into()
+}
+
+/// A preference in words: like, dislike, prefer, avoid, always, never, or a chosen value.
+pub fn preference_statement(subject: &str, key: &str, value: &str) -> String {
+    let who = display(subject);
+    match value.to_lowercase().as_str() {
+        "like" | "likes" | "love" => format!("{who} likes {key}"),
+        "dislike" | "dislikes" | "hate" => format!("{who} dislikes {key}"),
+        "prefer" => format!("{who} prefers {key}"),
+        "avoid" => format!("{who} avoids {key}"),
+        "always" => format!("{who} always wants {key}"),
+        "never" => format!("{who} never wants {key}"),
+        _ => format!("{who} prefers {value} for {key}"),
+    }
+}
+
+/// A preference of `subject` about `key`: like, dislike, prefer, avoid, or a chosen value.
+fn preference(subject: &str, key: String, value: &str) -> Signal {
+    let statement = preference_statement(subject, &key, value);
+    Signal {
+        subject: subject.to_string(),
+        domain: Some(domain_of(&format!("{key} {value}")).to_string()),
+        predicate: key,
+        object: value.to_string(),
+        negated: false,
+        kind: BeliefType::Preference,
+        statement,
+        confidence: if subject == USER { 0.7 } else { 0.6 },
+    }
+}
+
+/// A standing instruction: always or never do `action`.
+fn instruction(kind: BeliefType, subject: &str, action: String, always: bool) -> Signal {
+    let word = if always { "always" } else { "never" };
+    let statement = match kind {
+        BeliefType::Rule => {
+            let mut s = format!("{word} {action}");
+            s[..1].make_ascii_uppercase();
+            s
+        }
+        _ => format!("{} {word} {action}", display(subject)),
+    };
+    Signal {
+        subject: subject.to_string(),
+        domain: Some(domain_of(&action).to_string()),
+        predicate: action,
+        object: word.to_string(),
+        negated: false,
+        kind,
+        statement,
+        confidence: 0.7,
+    }
+}
+
+/// Splits "French and Spanish" / "nuts, shellfish and eggs" into items.
+fn items(list: &str) -> Vec<String> {
+    list.split([','])
+        .flat_map(|p| p.split(" and "))
+        .flat_map(|p| p.split(" or "))
+        .map(|p| clean(p, true))
+        .filter(|p| !p.is_empty() && p.split_whitespace().count() <= 4)
+        .collect()
+}
+
+fn negative(word: &str) -> bool {
+    let w = word.to_lowercase();
+    w.contains("n't")
+        || w.contains("n’t")
+        || w.contains("not")
+        || w.contains("never")
+        || w.contains("no longer")
+}
+
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    // The first rule of a family that yields wins, so the order matters.
+    [
+        identity::rules(),
+        tastes::rules(),
+        needs::rules(),
+        others::rules(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+});
+
+/// A third-person rule's subject resolved (a pronoun or common word states nothing).
+fn third(c: &Captures, w: &Who, make: impl Fn(&str, &str, bool) -> Option<Signal>) -> Vec<Signal> {
+    let Some(subject) = w.subject(group(c, "subj")) else {
+        return vec![];
+    };
+    let negated = c.name("neg").is_some_and(|n| negative(n.as_str()));
+    make(&subject, group(c, "v"), negated).into_iter().collect()
+}
+
+/// Every rule that matches `clause` (said by `speaker`); the first rule of a family wins.
+pub fn read(clause: &str, speaker: &str) -> Vec<Signal> {
+    let who = Who { speaker };
+    for r in RULES.iter() {
+        if let Some(c) = r.pattern.captures(clause) {
+            let found = (r.read)(&c, &who);
+            if !found.is_empty() {
+                return found;
+            }
+        }
+    }
+    Vec::new()
+}

@@ -1,0 +1,441 @@
+//! The user model: beliefs read from memories at ingest (and set explicitly), weighed against
+//! what is already believed ([`policy`]), kept bi-temporally — a replaced belief is closed,
+//! never overwritten — and assembled into preferences and identity. Every belief is held in
+//! memory (a person's model is thousands of rows, not millions) and each change is written
+//! through the store's writer before the request that caused it is answered.
+
+mod identity;
+mod policy;
+pub mod projects;
+pub mod views;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use mnemo_protocol::belief::{BeliefSource, BeliefType, PreferenceSetParams, USER};
+use mnemo_protocol::graph::{EdgeType, Node};
+use mnemo_protocol::memory::{DEFAULT_NAMESPACE, MAX_LABEL_BYTES};
+use mnemo_protocol::time::now_micros;
+
+use crate::error::{Error, Result};
+use crate::store::beliefs::BeliefRecord;
+use crate::store::edges::EdgeRecord;
+use crate::store::{MemoryRecord, Pred, Store, StoreError};
+use crate::understand::beliefs::{extract, preference_statement, Signal};
+use crate::understand::entities::fold;
+
+pub use policy::confidence;
+use policy::judge;
+
+/// How sure a belief set by the person is.
+const EXPLICIT_CONFIDENCE: f32 = 0.95;
+/// What a memory whose fact was superseded keeps of its score in recall.
+pub const SUPERSEDED_FACTOR: f32 = 0.5;
+
+pub struct UserModel {
+    store: Arc<Store>,
+    /// Every belief, current and past, by id; texts in the clear.
+    beliefs: Mutex<HashMap<String, BeliefRecord>>,
+    /// One change at a time, so two writers never judge against the same state.
+    changing: tokio::sync::Mutex<()>,
+    /// Read beliefs from new memories (`[usermodel] extract` in the config).
+    extract: bool,
+    projects: projects::Projects,
+}
+
+/// What one change wrote: rows to upsert, rows to delete, edges between memories.
+#[derive(Default)]
+struct Changes {
+    rows: HashSet<String>,
+    deleted: Vec<String>,
+    edges: Vec<EdgeRecord>,
+}
+
+/// The namespace, subject and predicate beliefs are compared under.
+fn slot(b: &BeliefRecord) -> (String, String, String) {
+    (
+        b.namespace.clone(),
+        fold(&b.subject),
+        b.predicate.to_lowercase(),
+    )
+}
+
+impl UserModel {
+    pub fn new(store: Arc<Store>, extract: bool) -> Self {
+        Self {
+            store: store.clone(),
+            beliefs: Mutex::default(),
+            changing: tokio::sync::Mutex::default(),
+            extract,
+            projects: projects::Projects::new(store.clone()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, BeliefRecord>> {
+        self.beliefs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn projects(&self) -> &projects::Projects {
+        &self.projects
+    }
+
+    /// Reads the tables (opening sealed texts); answers how many beliefs there are.
+    pub async fn load(&self) -> std::result::Result<usize, StoreError> {
+        self.projects.load().await?;
+        let rows = self.store.beliefs().rows(&Pred::All).await?;
+        let sealing = self.store.sealing();
+        let mut beliefs = HashMap::with_capacity(rows.len());
+        for mut r in rows {
+            let open = |column: &str, text: &str| sealing.open_label(&r.id, column, text, r.sealed);
+            r.subject = open("subject", &r.subject)?;
+            r.predicate = open("predicate", &r.predicate)?;
+            r.object = open("object", &r.object)?;
+            r.statement = open("statement", &r.statement)?;
+            r.sealed = false;
+            beliefs.insert(r.id.clone(), r);
+        }
+        let n = beliefs.len();
+        *self.lock() = beliefs;
+        Ok(n)
+    }
+
+    /// Reads what new current memories say and weighs it against what is believed.
+    pub async fn observe(&self, records: &[MemoryRecord]) -> Result<()> {
+        if !self.extract {
+            return Ok(());
+        }
+        let said: Vec<(&MemoryRecord, Signal)> = records
+            .iter()
+            .filter(|r| !r.is_summary)
+            .flat_map(|r| extract(&r.content).into_iter().map(move |s| (r, s)))
+            .collect();
+        if said.is_empty() {
+            return Ok(());
+        }
+        let _one = self.changing.lock().await;
+        let now = now_micros();
+        let mut changes = Changes::default();
+        {
+            let mut beliefs = self.lock();
+            for (r, s) in said {
+                let new = BeliefRecord {
+                    id: uuid::Uuid::now_v7().to_string(),
+                    namespace: r.namespace.clone(),
+                    subject: s.subject,
+                    predicate: s.predicate,
+                    object: s.object,
+                    negated: s.negated,
+                    statement: s.statement,
+                    belief_type: s.kind,
+                    domain: s.domain,
+                    scope: r.project_id.clone(),
+                    confidence: s.confidence,
+                    evidence: vec![r.lineage.clone()],
+                    source: BeliefSource::Extracted,
+                    source_memory_id: Some(r.id.clone()),
+                    valid_from: r.event_time(),
+                    ..Default::default()
+                };
+                apply(&mut beliefs, new, now, &mut changes);
+            }
+        }
+        self.write(changes).await
+    }
+
+    /// Records a preference the person set; it replaces any current one of the same key.
+    pub async fn set_preference(
+        &self,
+        p: PreferenceSetParams,
+    ) -> Result<(BeliefRecord, Vec<String>)> {
+        for (what, v) in [("domain", &p.domain), ("key", &p.key), ("value", &p.value)] {
+            if v.trim().is_empty() {
+                return Err(Error::invalid(format!(
+                    "{what} is empty; a preference needs a domain (coding, food, writing, …), a key and a value"
+                )));
+            }
+            if v.len() > MAX_LABEL_BYTES {
+                return Err(Error::invalid(format!(
+                    "{what} is over {MAX_LABEL_BYTES} bytes"
+                )));
+            }
+        }
+        let _one = self.changing.lock().await;
+        let now = now_micros();
+        let (key, value) = (p.key.trim().to_string(), p.value.trim().to_string());
+        let new = BeliefRecord {
+            id: uuid::Uuid::now_v7().to_string(),
+            namespace: p.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            subject: USER.into(),
+            statement: preference_statement(USER, &key, &value),
+            predicate: key,
+            object: value,
+            belief_type: BeliefType::Preference,
+            domain: Some(p.domain.trim().to_lowercase()),
+            confidence: EXPLICIT_CONFIDENCE,
+            source: BeliefSource::Explicit,
+            valid_from: now,
+            ..Default::default()
+        };
+        let id = new.id.clone();
+        let mut changes = Changes::default();
+        let superseded = {
+            let mut beliefs = self.lock();
+            apply(&mut beliefs, new, now, &mut changes)
+        };
+        self.write(changes).await?;
+        let id = superseded.0.unwrap_or(id);
+        let belief = self.lock().get(&id).cloned().expect("just written");
+        Ok((belief, superseded.1))
+    }
+
+    /// Deletes a preference by id, or every version of a domain's key; how many went.
+    pub async fn forget_preferences(
+        &self,
+        matching: impl Fn(&BeliefRecord) -> bool,
+    ) -> Result<u64> {
+        let _one = self.changing.lock().await;
+        let mut changes = Changes::default();
+        {
+            let mut beliefs = self.lock();
+            let ids: Vec<String> = beliefs
+                .values()
+                .filter(|b| b.belief_type == BeliefType::Preference && matching(b))
+                .map(|b| b.id.clone())
+                .collect();
+            for id in ids {
+                remove(&mut beliefs, &id, &mut changes);
+            }
+        }
+        let n = changes.deleted.len() as u64;
+        self.write(changes).await?;
+        Ok(n)
+    }
+
+    /// Memories that were forgotten (their lineages): beliefs resting only on them go, the
+    /// others lose that evidence and some confidence.
+    pub async fn retract(&self, lineages: &HashSet<String>) -> Result<()> {
+        if lineages.is_empty() {
+            return Ok(());
+        }
+        let _one = self.changing.lock().await;
+        let mut changes = Changes::default();
+        {
+            let mut beliefs = self.lock();
+            let touched: Vec<String> = beliefs
+                .values()
+                .filter(|b| b.evidence.iter().any(|l| lineages.contains(l)))
+                .map(|b| b.id.clone())
+                .collect();
+            for id in touched {
+                let b = beliefs.get_mut(&id).expect("listed above");
+                let before = b.evidence.len();
+                b.evidence.retain(|l| !lineages.contains(l));
+                if b.evidence.is_empty() && b.source != BeliefSource::Explicit {
+                    remove(&mut beliefs, &id, &mut changes);
+                    continue;
+                }
+                // The base the confidence grew from, then grown again from what is left.
+                let base = 1.0 - (1.0 - b.confidence).powf(1.0 / before as f32);
+                b.confidence = confidence(base, b.evidence.len());
+                if b.source_memory_id.is_some()
+                    && !b.evidence.is_empty()
+                    && before > b.evidence.len()
+                {
+                    b.source_memory_id = None;
+                }
+                changes.rows.insert(id);
+            }
+        }
+        self.write(changes).await
+    }
+
+    /// After `mnemo encrypt`: every row written again, sealed.
+    pub async fn reseal(&self) -> Result<()> {
+        self.projects.reseal().await?;
+        let _one = self.changing.lock().await;
+        let ids: HashSet<String> = self.lock().keys().cloned().collect();
+        self.store
+            .writer()
+            .submit(self.store.beliefs().delete_all())
+            .await?;
+        self.write(Changes {
+            rows: ids,
+            ..Default::default()
+        })
+        .await
+    }
+
+    async fn write(&self, changes: Changes) -> Result<()> {
+        let sealing = self.store.sealing();
+        let rows: Vec<BeliefRecord> = {
+            let beliefs = self.lock();
+            changes
+                .rows
+                .iter()
+                .filter_map(|id| beliefs.get(id))
+                .map(|b| {
+                    let mut row = b.clone();
+                    let (subject, sealed) = sealing.seal_label(&b.id, "subject", &b.subject);
+                    row.subject = subject;
+                    row.predicate = sealing.seal_label(&b.id, "predicate", &b.predicate).0;
+                    row.object = sealing.seal_label(&b.id, "object", &b.object).0;
+                    row.statement = sealing.seal_label(&b.id, "statement", &b.statement).0;
+                    row.sealed = sealed;
+                    row
+                })
+                .collect()
+        };
+        let table = self.store.beliefs();
+        let writer = self.store.writer();
+        if !rows.is_empty() {
+            writer.submit(table.upsert(&rows)?).await?;
+        }
+        for chunk in changes.deleted.chunks(1000) {
+            writer.submit(table.delete_ids(chunk)).await?;
+        }
+        if !changes.edges.is_empty() {
+            writer
+                .submit(self.store.edges().upsert(&changes.edges)?)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Every belief matching `keep`, cloned (the views sort and page them).
+    pub fn matching(&self, keep: impl Fn(&BeliefRecord) -> bool) -> Vec<BeliefRecord> {
+        self.lock().values().filter(|b| keep(b)).cloned().collect()
+    }
+
+    pub fn get(&self, id: &str) -> Option<BeliefRecord> {
+        self.lock().get(id).cloned()
+    }
+}
+
+/// The memory a belief was read from first (its lineage), if it came from one.
+fn memory_of(b: &BeliefRecord) -> Option<&String> {
+    b.evidence.first()
+}
+
+/// Weighs `new` against the current beliefs of its slot and records the outcome; answers the
+/// belief it repeated (if it was not added) and the beliefs it replaced.
+fn apply(
+    beliefs: &mut HashMap<String, BeliefRecord>,
+    mut new: BeliefRecord,
+    now: i64,
+    changes: &mut Changes,
+) -> (Option<String>, Vec<String>) {
+    let key = slot(&new);
+    let current: Vec<&BeliefRecord> = beliefs
+        .values()
+        .filter(|b| b.valid_to.is_none() && slot(b) == key)
+        .collect();
+    let verdict = judge(&new, &current);
+    if let Some(id) = verdict.repeats {
+        for old in &verdict.supersedes {
+            close(beliefs, old, &id, new.valid_from, changes);
+        }
+        let b = beliefs.get_mut(&id).expect("a current belief");
+        for lineage in &new.evidence {
+            if !b.evidence.contains(lineage) {
+                b.evidence.push(lineage.clone());
+            }
+        }
+        if new.source.rank() > b.source.rank() {
+            b.source = new.source;
+        }
+        b.confidence = b
+            .confidence
+            .max(new.confidence)
+            .max(confidence(new.confidence, b.evidence.len()));
+        changes.rows.insert(id.clone());
+        return (Some(id), verdict.supersedes);
+    }
+    let link =
+        |edges: &mut Vec<EdgeRecord>, from: &BeliefRecord, to: &BeliefRecord, kind: EdgeType| {
+            if let (Some(a), Some(b)) = (memory_of(from), memory_of(to)) {
+                if a != b {
+                    edges.push(EdgeRecord::new(
+                        &from.namespace,
+                        Node::memory(a.clone()),
+                        Node::memory(b.clone()),
+                        kind,
+                        1.0,
+                        "usermodel",
+                        now,
+                    ));
+                }
+            }
+        };
+    for id in &verdict.supersedes {
+        close(beliefs, id, &new.id, new.valid_from, changes);
+        link(&mut changes.edges, &new, &beliefs[id], EdgeType::Updates);
+    }
+    if let Some((id, at)) = &verdict.superseded_by {
+        new.valid_to = Some(*at);
+        new.superseded_by = Some(id.clone());
+        link(&mut changes.edges, &beliefs[id], &new, EdgeType::Updates);
+    }
+    for id in &verdict.contradicts {
+        let old = beliefs.get_mut(id).expect("a current belief");
+        old.contradicts.push(new.id.clone());
+        new.contradicts.push(id.clone());
+        changes.rows.insert(id.clone());
+        link(
+            &mut changes.edges,
+            &new,
+            &beliefs[id],
+            EdgeType::Contradicts,
+        );
+    }
+    if let Some(id) = &verdict.extends {
+        link(&mut changes.edges, &new, &beliefs[id], EdgeType::Extends);
+    }
+    changes.rows.insert(new.id.clone());
+    beliefs.insert(new.id.clone(), new);
+    (None, verdict.supersedes)
+}
+
+/// Ends belief `id` where `by` begins (at `at`); it no longer contradicts anything current.
+fn close(
+    beliefs: &mut HashMap<String, BeliefRecord>,
+    id: &str,
+    by: &str,
+    at: i64,
+    changes: &mut Changes,
+) {
+    let old = beliefs.get_mut(id).expect("a current belief");
+    old.valid_to = Some(at.max(old.valid_from));
+    old.superseded_by = Some(by.to_string());
+    let contradicted = std::mem::take(&mut old.contradicts);
+    changes.rows.insert(id.to_string());
+    for other in contradicted {
+        if let Some(b) = beliefs.get_mut(&other) {
+            b.contradicts.retain(|c| c != id);
+            changes.rows.insert(other);
+        }
+    }
+}
+
+/// Deletes a belief: what it replaced holds again, and nothing contradicts it any more.
+fn remove(beliefs: &mut HashMap<String, BeliefRecord>, id: &str, changes: &mut Changes) {
+    let Some(gone) = beliefs.remove(id) else {
+        return;
+    };
+    changes.rows.remove(id);
+    changes.deleted.push(id.to_string());
+    for b in beliefs.values_mut() {
+        let mut touched = false;
+        if gone.valid_to.is_none() && b.superseded_by.as_deref() == Some(id) {
+            b.valid_to = None;
+            b.superseded_by = None;
+            touched = true;
+        }
+        if b.contradicts.iter().any(|c| c == id) {
+            b.contradicts.retain(|c| c != id);
+            touched = true;
+        }
+        if touched {
+            changes.rows.insert(b.id.clone());
+        }
+    }
+}
