@@ -255,6 +255,10 @@ const CASES: &[(&str, &[&str])] = &[
         "Caroline: I live in Boston now.",
         &["Caroline|lives_in|Boston|identity"],
     ),
+    // in someone's chat, "never give up" encourages the listener: no instruction
+    ("Melanie: Never give up on your dreams!", &[]),
+    ("Looks like a blast!", &[]),
+    ("Never saw this coming.", &[]),
     (
         "Melanie: I love pottery, it's so calming.",
         &["Melanie|pottery|like|preference"],

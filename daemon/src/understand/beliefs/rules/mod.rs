@@ -212,10 +212,23 @@ fn value(raw: &str, cut_at_and: bool, words: usize) -> Option<String> {
 
 /// The first word of `v`, lower case.
 fn first_word(v: &str) -> String {
-    v.split_whitespace()
-        .next()
-        .unwrap_or_default()
+    let word = v.split_whitespace().next().unwrap_or_default();
+    word.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
         .to_lowercase()
+}
+
+/// Words after "always" / "never" that make no instruction: a past ("never saw"), a state
+/// ("always here").
+const NOT_INSTRUCTIONS: &[&str] = &[
+    "saw", "had", "was", "were", "did", "knew", "thought", "got", "felt", "went", "came", "made",
+    "took", "been", "here", "there", "so", "such", "a", "the", "good", "great",
+];
+
+/// An instruction for the assistant: "always …" / "never …" said by the person (a line of
+/// someone else's chat encourages its listener, it does not instruct the assistant).
+fn instructs(w: &Who, action: &str) -> bool {
+    let first = first_word(action);
+    w.speaker == USER && !NOT_INSTRUCTIONS.contains(&first.as_str()) && !first.ends_with("ed")
 }
 
 /// Whether the rule's `neg` group matched ("don't", "not", "no longer").

@@ -5,10 +5,16 @@ use mnemo_protocol::belief::BeliefType::{Constraint, Fact};
 use super::*;
 
 /// Words after "Maria loves" that are not tastes ("Maria loves you").
-const NOT_TASTES: &[&str] = &["you", "it", "that", "this", "him", "her", "them", "me"];
+const NOT_TASTES: &[&str] = &[
+    "you", "it", "that", "this", "him", "her", "them", "me", "those", "these", "to",
+];
 
 fn taste(c: &Captures, w: &Who) -> Vec<Signal> {
     let verb = group(c, "verb").to_lowercase();
+    // "Maria like …" is no sentence unless negated ("Maria doesn't like"): "Looks like a blast".
+    if !verb.ends_with('s') && !negated(c) {
+        return vec![];
+    }
     let positive = !verb.contains("hate") && !verb.contains("dislike");
     let likes = positive != negated(c);
     third(c, w, |s, v, _| {

@@ -7,7 +7,7 @@ use super::*;
 
 /// Words after "I love" that are not tastes ("I love you", "I like how …").
 const NOT_TASTES: &[&str] = &[
-    "you", "it", "that", "this", "them", "him", "her", "how", "when", "what",
+    "you", "it", "that", "this", "them", "him", "her", "how", "when", "what", "those", "these",
 ];
 
 /// Words after "I never" that are surprise, not habit ("I never knew").
@@ -25,6 +25,9 @@ fn taste(c: &Captures, w: &Who) -> Vec<Signal> {
         return vec![];
     };
     let key = key.strip_prefix("to ").map(str::to_string).unwrap_or(key);
+    if key.eq_ignore_ascii_case("to") {
+        return vec![];
+    }
     let positive = matches!(
         verb.as_str(),
         "love" | "like" | "enjoy" | "adore" | "prefer"
@@ -41,7 +44,10 @@ fn taste(c: &Captures, w: &Who) -> Vec<Signal> {
 fn correction(c: &Captures, w: &Who) -> Vec<Signal> {
     let v = group(c, "v");
     let verb = first_word(v);
-    if is_idiom_after_dont(&verb) || verb == "be" && v.to_lowercase().contains("sorry") {
+    if is_idiom_after_dont(&verb)
+        || verb == "be" && v.to_lowercase().contains("sorry")
+        || !instructs(w, v)
+    {
         return vec![];
     }
     one(value(v, false, 10), |v| {
@@ -103,6 +109,9 @@ pub fn rules() -> Vec<Rule> {
         ),
         // Corrections for the assistant: "always …", "never …", "don't …", "please stop …".
         rule(r"(?i:please\s+)?(?i:always)\s+(?P<v>.+)", |c, w| {
+            if !instructs(w, group(c, "v")) {
+                return vec![];
+            }
             one(value(group(c, "v"), false, 10), |v| {
                 instruction(BeliefType::Rule, w.speaker, v, true)
             })
