@@ -320,10 +320,8 @@ fn fact(subject: &str, kind: BeliefType, predicate: &str, object: String, negate
         "pronouns" => format!("{who}'s pronouns are {object}"),
         "birthday" => format!("{who}'s birthday is {object}"),
         "deadline" => format!("{who} has a deadline: {object}"),
-        "relation" => {
-            let owner = subject_owner(subject);
-            format!("{who} is {owner}'s {object}")
-        }
+        // A relation is stated to the person ("Maria is my sister").
+        "relation" => format!("{who} is User's {object}"),
         "occupation" => {
             let (yes, no) = phrase(predicate);
             let verb = if negated { no } else { yes };
@@ -352,11 +350,6 @@ fn fact(subject: &str, kind: BeliefType, predicate: &str, object: String, negate
         statement,
         confidence: if subject == USER { 0.7 } else { 0.6 },
     }
-}
-
-/// Whose relation a third-person fact states: the relation is to the person by default.
-fn subject_owner(_subject: &str) -> String {
-    "User".into()
 }
 
 /// A preference in words: like, dislike, prefer, avoid, always, never, or a chosen value.
