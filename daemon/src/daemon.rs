@@ -2,7 +2,7 @@
 //! `daemon.shutdown`): stop accepting, finish requests in flight, flush the writer, remove
 //! the socket, exit 0.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,8 @@ use anyhow::Context;
 use crate::access::AccessRecorder;
 use crate::config::Config;
 use crate::consolidate::{Consolidation, Consolidator};
+use crate::context::tokens::Tokenizer;
+use crate::context::ContextBuilder;
 use crate::embed::{self, EmbedService, ReembedProgress};
 use crate::events;
 use crate::graph::{EntityBook, Gazetteer, Graph};
@@ -19,10 +21,12 @@ use crate::hardware::probe::SysinfoProbe;
 use crate::hardware::{Monitor, Sampler};
 use crate::ingest::Ingest;
 use crate::knowledge::Knowledge;
+use crate::living::Living;
 use crate::lock::DataDirLock;
 use crate::readiness;
 use crate::recall::Recall;
 use crate::server::{self, ActivationFd, Limits, State};
+use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 use crate::status::Health;
 use crate::store::{self, KeySettings, Store};
@@ -91,26 +95,56 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         entities: entities.clone(),
         usermodel: usermodel.clone(),
     };
-    let ingest = Ingest::start(
-        store.clone(),
-        embed.clone(),
-        events.clone(),
-        access.clone(),
-        knowledge.clone(),
-        config.salience.clone(),
-    )
-    .await
-    .context("reading the stored memories")?;
+    let ingest = Arc::new(
+        Ingest::start(
+            store.clone(),
+            embed.clone(),
+            events.clone(),
+            access.clone(),
+            knowledge.clone(),
+            config.salience.clone(),
+        )
+        .await
+        .context("reading the stored memories")?,
+    );
     let graph = Arc::new(Graph::new(store.clone()));
-    let recall = Recall::new(
+    let recall = Arc::new(Recall::new(
         store.clone(),
         embed.clone(),
         access.clone(),
         knowledge,
         graph.clone(),
         config.search.clone(),
-    );
+    ));
     let consolidation = Arc::new(Consolidation::new(config.consolidate.clone()));
+    let active_sessions = Arc::new(AtomicU64::new(0));
+    let profiles = config.context.profiles();
+    let sessions = Arc::new(Sessions::new(
+        store.clone(),
+        ingest.clone(),
+        usermodel.clone(),
+        consolidation.clone(),
+        config.sessions.clone(),
+        config.llm.clone(),
+        profiles.keys().cloned().collect(),
+        active_sessions.clone(),
+    ));
+    sessions.load().await.context("reading the sessions")?;
+    let living = Arc::new(Living::new(store.clone()));
+    let kind = config.context.tokenizer;
+    let tokenizer = tokio::task::spawn_blocking(move || Tokenizer::load(kind))
+        .await
+        .context("loading the tokenizer panicked")?;
+    let context = Arc::new(ContextBuilder {
+        recall: recall.clone(),
+        usermodel: usermodel.clone(),
+        sessions: sessions.clone(),
+        living: living.clone(),
+        hardware: monitor.clone(),
+        tokenizer,
+        profiles,
+        last: Default::default(),
+    });
     let reembed = Arc::new(ReembedProgress::default());
     let state = Arc::new(State {
         limits: Limits {
@@ -119,11 +153,14 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
             data_dir: config.data_dir.display().to_string(),
             socket: config.socket.display().to_string(),
         },
-        ingest: Arc::new(ingest),
-        recall: Arc::new(recall),
+        ingest,
+        recall,
         graph,
         entities: entities.clone(),
-        usermodel,
+        usermodel: usermodel.clone(),
+        sessions: sessions.clone(),
+        context,
+        living: living.clone(),
         store: store.clone(),
         embed: embed.clone(),
         hardware: monitor.clone(),
@@ -181,6 +218,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
             embed: embed.clone(),
             events: events.clone(),
             shutdown: shutdown.clone(),
+            active_sessions,
         }
         .run(),
     );
@@ -195,14 +233,17 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         db_dir: config.db_dir(),
         access,
         entities: state.entities.clone(),
+        usermodel,
+        living,
     })));
+    tokio::spawn(sessions.end_silent(shutdown.clone()));
     tokio::spawn(readiness::watchdog(shutdown.clone()));
     if state.store.encryption_status().mode == EncryptionMode::Converting {
         // An encryption was interrupted: finish it, so no memory stays half findable.
-        let ingest = state.ingest.clone();
+        let engine = state.clone();
         tokio::spawn(async move {
             tracing::info!("resuming the interrupted encryption");
-            if let Err(e) = ingest.encrypt().await {
+            if let Err(e) = engine.encrypt().await {
                 tracing::warn!("resuming the encryption failed (run `mnemo encrypt`): {e}");
             }
         });

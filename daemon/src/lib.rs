@@ -7,6 +7,7 @@
 mod access;
 pub mod config;
 mod consolidate;
+mod context;
 pub mod daemon;
 #[doc(hidden)]
 pub mod embed;
@@ -18,12 +19,14 @@ mod httpjson;
 mod ingest;
 mod knowledge;
 mod linalg;
+mod living;
 mod llm;
 mod lock;
 mod paging;
 mod readiness;
 mod recall;
 mod server;
+mod sessions;
 mod shutdown;
 mod status;
 mod store;

@@ -56,18 +56,22 @@ pub enum Phase {
     Dedup,
     /// Old, weak clusters become one summary memory; the originals are demoted.
     Summaries,
+    /// The living summaries (commitments, people, projects, tensions, mood, narrative, goals,
+    /// beliefs) written again from recent memories, beliefs and entities.
+    Living,
     /// Compaction, index folding, version pruning, the ANN index.
     Storage,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 7] = [
+    pub const ALL: [Phase; 8] = [
         Phase::Entities,
         Phase::Edges,
         Phase::Access,
         Phase::Decay,
         Phase::Dedup,
         Phase::Summaries,
+        Phase::Living,
         Phase::Storage,
     ];
     pub fn as_str(self) -> &'static str {
@@ -78,6 +82,7 @@ impl Phase {
             Phase::Decay => "decay",
             Phase::Dedup => "dedup",
             Phase::Summaries => "summaries",
+            Phase::Living => "living",
             Phase::Storage => "storage",
         }
     }

@@ -46,6 +46,53 @@ pub struct StatusResult {
     pub reembed: Option<ReembedStatus>,
     #[serde(default)]
     pub encryption: EncryptionStatus,
+    /// Sessions open now.
+    #[serde(default)]
+    pub active_sessions: u64,
+    /// The accounting of the last context package built, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_context: Option<LastContext>,
+}
+
+/// What the last `context.build` made: its budget and each tier's share of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LastContext {
+    pub at: String,
+    pub profile: String,
+    pub budget: u32,
+    pub tokens: u32,
+    pub tiers: Vec<TierUse>,
+    pub dropped: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TierUse {
+    pub tier: crate::context::Tier,
+    pub allotted: u32,
+    pub tokens: u32,
+    pub items: u64,
+}
+
+impl LastContext {
+    pub fn of(package: &crate::context::Package, at: String) -> Self {
+        Self {
+            at,
+            profile: package.profile.clone(),
+            budget: package.budget,
+            tokens: package.tokens,
+            tiers: package
+                .tiers
+                .iter()
+                .map(|t| TierUse {
+                    tier: t.tier,
+                    allotted: t.allotted,
+                    tokens: t.tokens,
+                    items: t.items.len() as u64,
+                })
+                .collect(),
+            dropped: package.dropped_count,
+        }
+    }
 }
 
 /// Whether memories are encrypted at rest.

@@ -5,6 +5,7 @@
 
 pub mod belief;
 pub mod consolidate;
+pub mod context;
 pub mod daemon;
 pub mod entity;
 pub mod events;
@@ -15,7 +16,9 @@ pub mod manpage;
 pub mod memory;
 pub mod paths;
 pub mod project;
+pub mod session;
 pub mod socket;
+pub mod summary;
 pub mod system;
 pub mod time;
 pub mod transfer;
@@ -120,6 +123,9 @@ pub fn all_methods() -> Vec<&'static str> {
         transfer::METHODS,
         belief::METHODS,
         project::METHODS,
+        session::METHODS,
+        context::METHODS,
+        summary::METHODS,
     ]
     .concat();
     all.sort_unstable();

@@ -48,6 +48,7 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
         "preferences",
         "set_preference",
         "whoami",
+        "context",
     ] {
         assert!(
             tool_names.iter().any(|n| n == wanted),
@@ -114,12 +115,33 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
         text.contains("emojis") && text.contains("explicit"),
         "{text}"
     );
+    let lately = mcp.step(json!({ "op": "read", "uri": "mnemo://summaries" }));
+    assert!(
+        lately.to_string().contains("no living summaries yet"),
+        "{lately}"
+    );
     let who = mcp.step(json!({ "op": "read", "uri": "mnemo://identity" }));
     let who = who.to_string();
     assert!(
         who.contains("Name: Alex") && who.contains("User never wants emojis"),
         "{who}"
     );
+    // The package an assistant starts from: the person, their rules, the relevant memory.
+    let (text, package) = mcp.call_text(
+        "context",
+        json!({ "query": "what should I drink in the morning", "budget": 300 }),
+    );
+    assert_ne!(package["isError"], json!(true), "{package}");
+    assert!(
+        text.contains("Name: Alex")
+            && text.contains("User never wants emojis")
+            && text.contains("green tea"),
+        "{text}"
+    );
+    assert!(package["structuredContent"]["tokens"].as_u64().unwrap() <= 300);
+    let (text, refused) = mcp.call_text("context", json!({ "budget": 5 }));
+    assert_eq!(refused["isError"], json!(true));
+    assert!(text.contains("ask for at least 64"), "{text}");
     let (text, refused) = mcp.call_text(
         "set_preference",
         json!({ "domain": "", "key": "x", "value": "y" }),

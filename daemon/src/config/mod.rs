@@ -9,8 +9,10 @@ use mnemo_protocol::paths;
 use serde::{Deserialize, Serialize};
 
 mod background;
+mod context;
 mod salience;
 pub use background::{parse_schedule, ConsolidateConfig, HardwareConfig, LlmConfig, ProcessRule};
+pub use context::{ContextConfig, ProfileConfig, SessionsConfig, TierShares, TokenizerKind};
 pub use salience::SalienceConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +46,8 @@ pub struct Config {
     pub search: SearchConfig,
     pub salience: SalienceConfig,
     pub usermodel: UserModelConfig,
+    pub sessions: SessionsConfig,
+    pub context: ContextConfig,
     pub hardware: HardwareConfig,
     pub consolidate: ConsolidateConfig,
     /// The optional chat endpoint consolidation writes summaries with.
@@ -210,6 +214,8 @@ impl Default for Config {
             search: SearchConfig::default(),
             salience: SalienceConfig::default(),
             usermodel: UserModelConfig::default(),
+            sessions: SessionsConfig::default(),
+            context: ContextConfig::default(),
             hardware: Default::default(),
             consolidate: Default::default(),
             llm: Default::default(),
@@ -349,6 +355,7 @@ impl Config {
             );
         }
         self.consolidate.validate().map_err(ConfigError::Invalid)?;
+        self.context.validate().map_err(ConfigError::Invalid)?;
         let search = &self.search;
         self.salience.validate().map_err(ConfigError::Invalid)?;
         let weights = [

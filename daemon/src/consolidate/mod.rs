@@ -9,6 +9,7 @@ mod dedup;
 mod edges;
 mod entities;
 pub mod idle;
+mod living;
 mod pace;
 mod related;
 mod storage;
@@ -31,9 +32,11 @@ use crate::embed::EmbedService;
 use crate::events::{Event, EventBus};
 use crate::graph::EntityBook;
 use crate::hardware::Monitor;
+use crate::living::Living;
 use crate::shutdown::Shutdown;
 use crate::store::runs::run_batch;
 use crate::store::{Store, StoreError, WriteOp};
+use crate::usermodel::UserModel;
 pub use idle::Activity;
 use pace::{Pace, Stop};
 
@@ -84,8 +87,11 @@ pub struct Consolidator {
     pub db_dir: PathBuf,
     /// Flushed before the access phase, so it folds every access made before the run.
     pub access: AccessRecorder,
-    /// Where proven aliases merge.
+    /// Where proven aliases merge; the people living summaries name.
     pub entities: Arc<EntityBook>,
+    /// The beliefs and projects living summaries are written from.
+    pub usermodel: Arc<UserModel>,
+    pub living: Arc<Living>,
 }
 
 /// Consolidation's state, shared by its task and the request handlers.
@@ -165,6 +171,12 @@ impl Consolidation {
         drop(s);
         self.wake.notify_one();
         started
+    }
+
+    /// When the last completed run started (UTC microseconds).
+    pub fn last_completed_start(&self) -> Option<i64> {
+        let s = self.lock();
+        mnemo_protocol::time::parse_micros(&s.last_completed.as_ref()?.started_at).ok()
     }
 
     /// Memory changed: there is something to consolidate.
@@ -434,6 +446,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
             Phase::Decay => decay::run(pace, &mut record).await,
             Phase::Dedup => dedup::run(pace, &mut record).await,
             Phase::Summaries => summarize::run(pace, &mut record).await,
+            Phase::Living => living::run(pace, &mut record).await,
             Phase::Storage => storage::run(pace, &mut record).await,
         };
         run.phases[i] = record;

@@ -142,6 +142,24 @@ impl Pace {
         }
     }
 
+    /// One reply of the configured LLM, asked on the blocking pool; the phase ends instead
+    /// if the machine is needed meanwhile.
+    pub async fn ask(
+        &mut self,
+        llm: &Arc<crate::llm::Llm>,
+        system: &'static str,
+        prompt: String,
+    ) -> Result<Result<String, String>, Stop> {
+        let llm = llm.clone();
+        Ok(self
+            .guard(tokio::task::spawn_blocking(move || {
+                llm.complete(system, &prompt)
+            }))
+            .await?
+            .map_err(|e| e.to_string())
+            .and_then(|r| r))
+    }
+
     pub fn progress(&self, phase: Phase, done: u64, total: u64) {
         self.ctx
             .state

@@ -18,6 +18,7 @@ use super::bump;
 use super::pace::{Pace, Stop};
 use crate::store::filter::{current, event_time};
 use crate::store::{col, Expr, MemoryRecord, SqlType, WriteOp};
+use crate::understand::sentences::first_sentence;
 
 const WEEK_US: i64 = 7 * 86_400_000_000;
 /// Lines an extractive summary quotes at most.
@@ -64,24 +65,6 @@ pub fn clusters(mut rows: Vec<MemoryRecord>, min: usize, max: usize) -> Vec<Vec<
     out
 }
 
-fn first_sentence(text: &str) -> String {
-    let text = text.trim();
-    let end = text
-        .char_indices()
-        .find(|&(i, c)| {
-            c == '\n' || (matches!(c, '.' | '!' | '?') && text[i + 1..].starts_with(' '))
-        })
-        .map(|(i, c)| if c == '\n' { i } else { i + 1 })
-        .unwrap_or(text.len());
-    let sentence = &text[..end];
-    if sentence.chars().count() > MAX_LINE_CHARS {
-        let cut: String = sentence.chars().take(MAX_LINE_CHARS - 1).collect();
-        format!("{cut}…")
-    } else {
-        sentence.to_string()
-    }
-}
-
 fn day(micros: i64) -> String {
     format_micros(micros).chars().take(10).collect()
 }
@@ -120,7 +103,7 @@ pub fn extractive(cluster: &[MemoryRecord]) -> String {
     let mut text = heading(cluster);
     let mut seen = std::collections::HashSet::new();
     for i in picked {
-        let line = first_sentence(&cluster[i].content);
+        let line = first_sentence(&cluster[i].content, MAX_LINE_CHARS);
         if seen.insert(line.to_lowercase()) {
             text.push_str(&format!("\n- {line}"));
         }
@@ -199,24 +182,14 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         pace.checkpoint().await?;
         let rule = extractive(&cluster);
         let (content, by_llm) = match &llm {
-            Some(llm) => {
-                let (llm, prompt) = (llm.clone(), rule.clone());
-                let reply = pace
-                    .guard(tokio::task::spawn_blocking(move || {
-                        llm.complete(LLM_SYSTEM, &prompt)
-                    }))
-                    .await?
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r);
-                match reply {
-                    Ok(text) => (format!("{}\n{text}", heading(&cluster)), true),
-                    Err(e) => {
-                        tracing::warn!("summary by LLM failed, using the rule: {e}");
-                        bump(record, "llm_failures", 1);
-                        (rule, false)
-                    }
+            Some(llm) => match pace.ask(llm, LLM_SYSTEM, rule.clone()).await? {
+                Ok(text) => (format!("{}\n{text}", heading(&cluster)), true),
+                Err(e) => {
+                    tracing::warn!("summary by LLM failed, using the rule: {e}");
+                    bump(record, "llm_failures", 1);
+                    (rule, false)
                 }
-            }
+            },
             None => (rule, false),
         };
         let mut summary = summary_record(&cluster, content, by_llm);

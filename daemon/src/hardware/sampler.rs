@@ -31,6 +31,8 @@ pub struct Sampler {
     pub embed: EmbedService,
     pub events: EventBus,
     pub shutdown: Shutdown,
+    /// Sessions open now, kept by the sessions component.
+    pub active_sessions: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Runs until shutdown, then writes the snapshots still in memory. The inventory (with its
@@ -67,7 +69,7 @@ async fn run(engine: Sampler) {
             _ = snapshots.tick() => {
                 let counts = DaemonCounts {
                     memory_count: Some(engine.store.memory_counts().total),
-                    active_sessions: None,
+                    active_sessions: Some(engine.active_sessions.load(std::sync::atomic::Ordering::Relaxed)),
                     pending_work: Some((engine.store.writer().pending() + engine.embed.pending()) as u64),
                 };
                 let m = monitor.clone();
@@ -251,6 +253,7 @@ mod tests {
             embed: EmbedService::start(Arc::new(HashedEmbedder::chosen()), 8, 1),
             events: crate::events::bus(),
             shutdown: Shutdown::default(),
+            active_sessions: Default::default(),
         };
         let now = now_micros();
         let day = 24 * HOUR_US;

@@ -90,7 +90,7 @@ fn validate_metadata(metadata: &Option<serde_json::Value>) -> std::result::Resul
 }
 
 /// A namespace, domain, source or session id: a short name, not a place for content.
-fn validate_label(what: &str, value: Option<&str>) -> std::result::Result<(), String> {
+pub fn validate_label(what: &str, value: Option<&str>) -> std::result::Result<(), String> {
     match value {
         Some(v) if v.len() > MAX_LABEL_BYTES => Err(format!(
             "{what} is {} bytes; the limit is {MAX_LABEL_BYTES}",

@@ -30,6 +30,11 @@ pub fn apply(
 }
 
 impl Ingest {
+    /// The names `text` mentions, with every name the store already knows in `namespace`.
+    pub fn mentions(&self, namespace: &str, text: &str) -> Vec<understand::entities::Mention> {
+        self.names.extract(namespace, text)
+    }
+
     /// The entities `r`'s text names, then [`apply`]; answers the mentions, for the entity
     /// book once the memory is stored.
     pub(super) fn read_into(
@@ -37,7 +42,7 @@ impl Ingest {
         r: &mut MemoryRecord,
         given_salience: bool,
     ) -> Vec<understand::entities::Mention> {
-        let mentions = self.names.extract(&r.namespace, &r.content);
+        let mentions = self.mentions(&r.namespace, &r.content);
         apply(r, &mentions, given_salience, &self.salience);
         mentions
     }

@@ -24,7 +24,7 @@ use tokio_util::task::TaskTracker;
 use super::budget::{Budget, Outgoing, FRAMES};
 use super::frame::{read_frame, Frame};
 use super::router::Router;
-use super::{rpc, session, State};
+use super::{rpc, subscriptions, State};
 
 /// How long, once shutdown is asked, replies wait for a client that does not read.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -70,9 +70,9 @@ pub async fn serve(stream: Stream, engine: Arc<State>, router: Arc<Router>, trac
         }
         let _ = write.flush().await;
     });
-    let session = Arc::new(session::Session::default());
-    let events = tokio::spawn(session::forward_events(
-        session.clone(),
+    let subscribed = Arc::new(subscriptions::Subscriptions::default());
+    let events = tokio::spawn(subscriptions::forward_events(
+        subscribed.clone(),
         engine.clone(),
         replies.clone(),
     ));
@@ -115,11 +115,17 @@ pub async fn serve(stream: Stream, engine: Arc<State>, router: Arc<Router>, trac
                 }
                 bytes_read += line.len();
                 let (engine, router, replies) = (engine.clone(), router.clone(), replies.clone());
-                let (session, budget) = (session.clone(), budget.clone());
+                let (subscribed, budget) = (subscribed.clone(), budget.clone());
                 tracker.spawn(async move {
-                    let reply =
-                        rpc::handle_frame(&router, &engine, &session, &budget, line, request_bytes)
-                            .await;
+                    let reply = rpc::handle_frame(
+                        &router,
+                        &engine,
+                        &subscribed,
+                        &budget,
+                        line,
+                        request_bytes,
+                    )
+                    .await;
                     if let Some(reply) = reply {
                         let line = reply.to_string();
                         drop(reply);

@@ -54,12 +54,16 @@ pub fn router() -> Router {
     super::transfer::register(&mut r);
     super::usermodel::register(&mut r);
     super::project::register(&mut r);
-    r.register_session::<Subscribe, _, _>(|_state, session, p: TopicsParams| async move {
-        Ok::<_, RpcError>(session.subscribe(p))
+    super::session::register(&mut r);
+    super::context::register(&mut r);
+    r.register_subscriber::<Subscribe, _, _>(|_state, subscriptions, p: TopicsParams| async move {
+        Ok::<_, RpcError>(subscriptions.subscribe(p))
     })
-    .register_session::<Unsubscribe, _, _>(|_state, session, p: TopicsParams| async move {
-        Ok::<_, RpcError>(session.unsubscribe(p))
-    });
+    .register_subscriber::<Unsubscribe, _, _>(
+        |_state, subscriptions, p: TopicsParams| async move {
+            Ok::<_, RpcError>(subscriptions.unsubscribe(p))
+        },
+    );
     let mut methods = r.methods();
     methods.push(<Hello as mnemo_protocol::Method>::NAME.to_string());
     methods.sort();
@@ -104,12 +108,14 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
         counters: engine.counters(),
         reembed: engine.health.reembed(),
         encryption: engine.store.encryption_status(),
+        active_sessions: engine.sessions.active(),
+        last_context: engine.context.last(),
     })
 }
 
 /// Encrypts the store at rest; answers once every memory is sealed (status shows progress).
 async fn encrypt(engine: Arc<State>, _: NoParams) -> Result<EncryptResult, RpcError> {
-    let sealed = engine.ingest.encrypt().await.map_err(rpc_error)?;
+    let sealed = engine.encrypt().await.map_err(rpc_error)?;
     Ok(EncryptResult {
         sealed,
         key: engine.store.key_location(),
@@ -220,9 +226,11 @@ async fn history(engine: Arc<State>, p: HistoryParams) -> Result<HistoryResult, 
 }
 
 async fn forget(engine: Arc<State>, p: ForgetParams) -> Result<ForgetResult, RpcError> {
-    Ok(ForgetResult {
-        deleted: engine.ingest.forget(p).await.map_err(rpc_error)?,
-    })
+    let deleted = engine.ingest.forget(p).await.map_err(rpc_error)?;
+    if deleted > 0 {
+        engine.forgotten().await.map_err(rpc_error)?;
+    }
+    Ok(ForgetResult { deleted })
 }
 
 async fn system_profile(engine: Arc<State>, _: NoParams) -> Result<SystemProfile, RpcError> {

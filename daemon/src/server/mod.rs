@@ -4,6 +4,7 @@
 mod budget;
 mod connection;
 mod consolidate;
+mod context;
 mod entity;
 mod frame;
 mod graph;
@@ -14,6 +15,7 @@ mod rpc;
 mod session;
 mod socket;
 mod state;
+mod subscriptions;
 mod transfer;
 mod usermodel;
 

@@ -10,11 +10,11 @@ use futures::FutureExt;
 use mnemo_protocol::{Method, RpcError};
 use serde_json::Value;
 
-use super::session::Session;
 use super::state::State;
+use super::subscriptions::Subscriptions;
 
 type Handler = Box<
-    dyn Fn(Arc<State>, Arc<Session>, Value) -> BoxFuture<'static, Result<Value, RpcError>>
+    dyn Fn(Arc<State>, Arc<Subscriptions>, Value) -> BoxFuture<'static, Result<Value, RpcError>>
         + Send
         + Sync,
 >;
@@ -31,22 +31,24 @@ impl Router {
         F: Fn(Arc<State>, M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
     {
-        self.register_session::<M, _, _>(move |engine, _session, params| handler(engine, params))
+        self.register_subscriber::<M, _, _>(move |engine, _subscriptions, params| {
+            handler(engine, params)
+        })
     }
 
-    /// A handler that also sees its connection's [`Session`] (subscriptions).
-    pub fn register_session<M, F, Fut>(&mut self, handler: F) -> &mut Self
+    /// A handler that also sees its connection's [`Subscriptions`].
+    pub fn register_subscriber<M, F, Fut>(&mut self, handler: F) -> &mut Self
     where
         M: Method,
-        F: Fn(Arc<State>, Arc<Session>, M::Params) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<State>, Arc<Subscriptions>, M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        let erased: Handler = Box::new(move |engine, session, params| {
+        let erased: Handler = Box::new(move |engine, subscriptions, params| {
             let handler = handler.clone();
             async move {
                 let params: M::Params = decode_params(M::NAME, params)?;
-                let result = handler(engine, session, params).await?;
+                let result = handler(engine, subscriptions, params).await?;
                 serde_json::to_value(result)
                     .map_err(|e| RpcError::internal(format!("encoding the result: {e}")))
             }
@@ -67,12 +69,12 @@ impl Router {
     pub async fn call(
         &self,
         engine: Arc<State>,
-        session: Arc<Session>,
+        subscriptions: Arc<Subscriptions>,
         method: &str,
         params: Value,
     ) -> Result<Value, RpcError> {
         match self.handlers.get(method) {
-            Some(handler) => handler(engine, session, params).await,
+            Some(handler) => handler(engine, subscriptions, params).await,
             None => Err(RpcError::method_not_found(method)),
         }
     }

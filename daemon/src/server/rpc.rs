@@ -11,8 +11,8 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::budget::Budget;
 use super::router::Router;
-use super::session::Session;
 use super::state::{InFlight, State};
+use super::subscriptions::Subscriptions;
 
 /// Most calls in one batch.
 pub const MAX_BATCH: usize = 256;
@@ -22,7 +22,7 @@ pub const MAX_BATCH: usize = 256;
 pub async fn handle_frame(
     router: &Router,
     engine: &Arc<State>,
-    session: &Arc<Session>,
+    subscriptions: &Arc<Subscriptions>,
     budget: &Budget,
     frame: Vec<u8>,
     frame_bytes: Option<OwnedSemaphorePermit>,
@@ -55,7 +55,7 @@ pub async fn handle_frame(
             let replies: Vec<Value> = join_all(
                 items
                     .into_iter()
-                    .map(|item| handle_one(router, engine, session, budget, item)),
+                    .map(|item| handle_one(router, engine, subscriptions, budget, item)),
             )
             .await
             .into_iter()
@@ -64,7 +64,7 @@ pub async fn handle_frame(
             .collect();
             (!replies.is_empty()).then_some(Value::Array(replies))
         }
-        single => handle_one(router, engine, session, budget, single)
+        single => handle_one(router, engine, subscriptions, budget, single)
             .await
             .map(reply),
     }
@@ -77,7 +77,7 @@ fn reply(response: Response) -> Value {
 async fn handle_one(
     router: &Router,
     engine: &Arc<State>,
-    session: &Arc<Session>,
+    subscriptions: &Arc<Subscriptions>,
     budget: &Budget,
     item: Value,
 ) -> Option<Response> {
@@ -133,7 +133,7 @@ async fn handle_one(
         ))),
         Some(_slot) => {
             router
-                .call(engine.clone(), session.clone(), &method, params)
+                .call(engine.clone(), subscriptions.clone(), &method, params)
                 .await
         }
     };

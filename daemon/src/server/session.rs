@@ -1,109 +1,67 @@
-//! Per-connection state: the event topics a client subscribed to, and the task that forwards
-//! matching bus events to it as `event` notifications between its replies.
+//! Handlers of `session.*`: conversations and tasks whose messages are memories.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use mnemo_protocol::events::{EventParams, Topic, TopicsParams, TopicsResult, EVENT};
-use tokio::sync::{broadcast, mpsc, watch};
+use mnemo_protocol::session::{
+    End, EndParams, Get, GetParams, GetResult, List, ListParams, ListResult, MessageParams,
+    MessageResult, SendMessage, SessionResult, Start, StartParams, MAX_MESSAGES,
+};
+use mnemo_protocol::RpcError;
 
-use super::budget::Outgoing;
-use super::state::State;
+use super::router::Router;
+use super::state::{rpc_error, State};
 
-#[derive(Default)]
-pub struct Session {
-    topics: watch::Sender<BTreeSet<Topic>>,
+/// Messages `session.get` returns when the request names no number.
+const DEFAULT_MESSAGES: usize = 50;
+
+pub fn register(r: &mut Router) {
+    r.register::<Start, _, _>(start)
+        .register::<SendMessage, _, _>(message)
+        .register::<End, _, _>(end)
+        .register::<Get, _, _>(get)
+        .register::<List, _, _>(list);
 }
 
-impl Session {
-    fn topics(&self) -> TopicsResult {
-        TopicsResult {
-            topics: self.topics.borrow().iter().copied().collect(),
-        }
-    }
-
-    /// Adds topics (all when none are named).
-    pub fn subscribe(&self, p: TopicsParams) -> TopicsResult {
-        self.topics.send_modify(|t| t.extend(chosen(p)));
-        self.topics()
-    }
-
-    /// Drops topics (all when none are named).
-    pub fn unsubscribe(&self, p: TopicsParams) -> TopicsResult {
-        let drop = chosen(p);
-        self.topics.send_modify(|t| t.retain(|x| !drop.contains(x)));
-        self.topics()
-    }
+async fn start(engine: Arc<State>, p: StartParams) -> Result<SessionResult, RpcError> {
+    let session = engine.sessions.start(p).await.map_err(rpc_error)?;
+    Ok(SessionResult { session })
 }
 
-fn chosen(p: TopicsParams) -> Vec<Topic> {
-    if p.topics.is_empty() {
-        Topic::ALL.to_vec()
-    } else {
-        p.topics
-    }
+async fn message(engine: Arc<State>, p: MessageParams) -> Result<MessageResult, RpcError> {
+    let (memory_id, turn) = engine.sessions.message(p).await.map_err(rpc_error)?;
+    Ok(MessageResult { memory_id, turn })
 }
 
-/// Sends the events of the subscribed topics to `replies` until the connection goes. Reads
-/// the bus only while subscribed, so an idle connection costs nothing.
-pub async fn forward_events(
-    session: Arc<Session>,
-    engine: Arc<State>,
-    replies: mpsc::Sender<Outgoing>,
-) {
-    let mut topics = session.topics.subscribe();
-    let mut events: Option<broadcast::Receiver<crate::events::Event>> = None;
-    loop {
-        let event = match events.as_mut() {
-            None => {
-                // Checked before waiting: a subscribe may have come before this task ran.
-                if !topics.borrow_and_update().is_empty() {
-                    events = Some(engine.events.subscribe());
-                    continue;
-                }
-                tokio::select! {
-                    changed = topics.changed() => if changed.is_err() { return },
-                    _ = replies.closed() => return,
-                }
-                continue;
-            }
-            Some(rx) => tokio::select! {
-                changed = topics.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    if topics.borrow_and_update().is_empty() {
-                        events = None;
-                    }
-                    continue;
-                }
-                _ = replies.closed() => return,
-                event = rx.recv() => event,
-            },
-        };
-        match event {
-            Ok(event) => {
-                let topic = event.topic();
-                if !topics.borrow().contains(&topic) {
-                    continue;
-                }
-                let notification = serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "method": EVENT,
-                    "params": EventParams { topic, event },
-                });
-                if replies
-                    .send(Outgoing::plain(notification.to_string()))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                tracing::debug!("a subscriber fell behind and missed {missed} events");
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
-        }
+async fn end(engine: Arc<State>, p: EndParams) -> Result<SessionResult, RpcError> {
+    let session = engine
+        .sessions
+        .end(&p.session_id)
+        .await
+        .map_err(rpc_error)?;
+    Ok(SessionResult { session })
+}
+
+async fn get(engine: Arc<State>, p: GetParams) -> Result<GetResult, RpcError> {
+    let n = p.messages.unwrap_or(DEFAULT_MESSAGES);
+    if n > MAX_MESSAGES {
+        return Err(RpcError::invalid_params(format!(
+            "messages is {n}; it must be 0–{MAX_MESSAGES}"
+        )));
     }
+    let short = engine.sessions.get(&p.id, n).await.map_err(rpc_error)?;
+    Ok(GetResult {
+        session: short.session,
+        messages: short.recent,
+        running_summary: short.summary,
+    })
+}
+
+async fn list(engine: Arc<State>, p: ListParams) -> Result<ListResult, RpcError> {
+    let (sessions, total, next_cursor) =
+        engine.sessions.list(&p).map_err(RpcError::invalid_params)?;
+    Ok(ListResult {
+        sessions,
+        next_cursor,
+        total,
+    })
 }

@@ -8,13 +8,16 @@ use mnemo_protocol::daemon::{Counters, QueueDepths};
 use mnemo_protocol::RpcError;
 
 use crate::consolidate::Consolidation;
+use crate::context::ContextBuilder;
 use crate::embed::EmbedService;
 use crate::error::Error;
 use crate::events::EventBus;
 use crate::graph::{EntityBook, Graph};
 use crate::hardware::Monitor;
 use crate::ingest::Ingest;
+use crate::living::Living;
 use crate::recall::Recall;
+use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 use crate::status::Health;
 use crate::store::{Store, StoreError};
@@ -35,6 +38,9 @@ pub struct State {
     pub graph: Arc<Graph>,
     pub entities: Arc<EntityBook>,
     pub usermodel: Arc<UserModel>,
+    pub sessions: Arc<Sessions>,
+    pub context: Arc<ContextBuilder>,
+    pub living: Arc<Living>,
     pub store: Arc<Store>,
     pub embed: EmbedService,
     pub hardware: Arc<Monitor>,
@@ -52,6 +58,25 @@ impl State {
             memories_added: self.ingest.added(),
             searches: self.recall.searches(),
         }
+    }
+
+    /// Encrypts the store at rest: the memories, then every derived table written again
+    /// sealed. Answers how many memories were sealed.
+    pub async fn encrypt(&self) -> Result<u64, Error> {
+        let sealed = self.ingest.encrypt().await?;
+        self.sessions.reseal().await?;
+        self.living.reseal().await?;
+        Ok(sealed)
+    }
+
+    /// After a forget, nothing derived may still quote what was forgotten: sessions rewrite
+    /// the summaries that did, and the living summaries are dropped until the next run
+    /// writes them again from what remains.
+    pub async fn forgotten(&self) -> Result<(), Error> {
+        self.sessions.forgotten().await?;
+        self.living.clear().await?;
+        self.consolidation.mark_dirty();
+        Ok(())
     }
 
     pub fn queues(&self) -> QueueDepths {

@@ -7,7 +7,7 @@ use mnemo_protocol::belief::{
     ListResult, PreferenceForget, PreferenceForgetParams, PreferenceForgetResult, PreferenceList,
     PreferenceListParams, PreferenceSet, PreferenceSetParams, PreferenceSetResult,
 };
-use mnemo_protocol::memory::{DEFAULT_NAMESPACE, MAX_LABEL_BYTES};
+use mnemo_protocol::memory::DEFAULT_NAMESPACE;
 use mnemo_protocol::time::format_micros;
 use mnemo_protocol::RpcError;
 
@@ -29,12 +29,7 @@ pub fn register(r: &mut Router) {
 }
 
 fn check_label(what: &str, value: Option<&str>) -> Result<(), RpcError> {
-    match value {
-        Some(v) if v.len() > MAX_LABEL_BYTES => Err(RpcError::invalid_params(format!(
-            "{what} is over {MAX_LABEL_BYTES} bytes"
-        ))),
-        _ => Ok(()),
-    }
+    crate::ingest::validate_label(what, value).map_err(RpcError::invalid_params)
 }
 
 async fn list(engine: Arc<State>, p: ListParams) -> Result<ListResult, RpcError> {

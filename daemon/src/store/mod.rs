@@ -16,7 +16,9 @@ pub mod projects;
 pub mod runs;
 pub mod schema;
 pub mod seal;
+pub mod sessions;
 pub mod sql;
+pub mod summaries;
 pub mod system;
 pub mod writer;
 
@@ -106,6 +108,8 @@ pub struct Store {
     entities: entities::EntityTable,
     beliefs: beliefs::BeliefTable,
     projects: projects::ProjectTable,
+    sessions: sessions::SessionTable,
+    summaries: summaries::SummaryTable,
     schema: SchemaRef,
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -159,6 +163,8 @@ impl Store {
         let entities = keyed::KeyedTable::open(&db, &names, entities::ENTITIES).await?;
         let beliefs = keyed::KeyedTable::open(&db, &names, beliefs::BELIEFS).await?;
         let projects = keyed::KeyedTable::open(&db, &names, projects::PROJECTS).await?;
+        let sessions = keyed::KeyedTable::open(&db, &names, sessions::SESSIONS).await?;
+        let summaries = keyed::KeyedTable::open(&db, &names, summaries::SUMMARIES).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
             .await?
             .and_then(|v| v.parse().ok())
@@ -214,6 +220,8 @@ impl Store {
             entities,
             beliefs,
             projects,
+            sessions,
+            summaries,
             schema,
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
@@ -298,6 +306,14 @@ impl Store {
         &self.projects
     }
 
+    pub fn sessions(&self) -> &sessions::SessionTable {
+        &self.sessions
+    }
+
+    pub fn summaries(&self) -> &summaries::SummaryTable {
+        &self.summaries
+    }
+
     /// A value from the `meta` table (schema version, embedder, watermarks).
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         read_meta(&self.meta, key).await
@@ -337,6 +353,8 @@ impl Store {
             self.entities.table().clone(),
             self.beliefs.table().clone(),
             self.projects.table().clone(),
+            self.sessions.table().clone(),
+            self.summaries.table().clone(),
             self.meta.clone(),
         ]
     }

@@ -264,6 +264,15 @@ impl MemoryRecord {
     pub fn event_time(&self) -> i64 {
         self.occurred_at.unwrap_or(self.created_at)
     }
+
+    /// Whether the person said it: a session's assistant and tool messages (their `role`
+    /// in the metadata) say nothing about them.
+    pub fn is_the_persons(&self) -> bool {
+        let role = serde_json::from_str::<serde_json::Value>(&self.metadata)
+            .ok()
+            .and_then(|m| m.get("role")?.as_str().map(str::to_string));
+        !matches!(role.as_deref(), Some("assistant" | "tool"))
+    }
 }
 
 /// The text two memories must share to be the same: case and spacing do not count.

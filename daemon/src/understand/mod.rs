@@ -8,6 +8,7 @@ pub mod emotion;
 pub mod entities;
 pub mod paths;
 pub mod salience;
+pub mod sentences;
 
 use mnemo_protocol::understanding::{Emotion, SalienceFactors};
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use mnemo_protocol::belief::{BeliefSource, BeliefType, PreferenceSetParams, USER};
 use mnemo_protocol::graph::{EdgeType, Node};
-use mnemo_protocol::memory::{DEFAULT_NAMESPACE, MAX_LABEL_BYTES};
+use mnemo_protocol::memory::{MemoryKind, DEFAULT_NAMESPACE, MAX_LABEL_BYTES};
 use mnemo_protocol::time::now_micros;
 
 use crate::error::{Error, Result};
@@ -106,7 +106,7 @@ impl UserModel {
         }
         let said: Vec<(&MemoryRecord, Signal)> = records
             .iter()
-            .filter(|r| !r.is_summary)
+            .filter(|r| !r.is_summary && r.kind != MemoryKind::Summary && r.is_the_persons())
             .flat_map(|r| extract(&r.content).into_iter().map(move |s| (r, s)))
             .collect();
         if said.is_empty() {

@@ -29,7 +29,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     draw_gpus(frame, gpu, app);
     let [memory, budget, consolidation] = Layout::vertical([
         Constraint::Min(6),
-        Constraint::Length(5),
+        Constraint::Length(6),
         Constraint::Length(5),
     ])
     .areas(right);
@@ -259,22 +259,45 @@ fn draw_memory(frame: &mut Frame, area: Rect, app: &App) {
     );
 }
 
+/// The adaptive budget, the sessions open now, and how the last package used its budget.
 fn draw_budget(frame: &mut Frame, area: Rect, app: &App) {
-    let lines = match &app.budget {
-        Some(b) => vec![
-            Line::from(format!("{} tokens of context", b.total_tokens).bold()),
-            Line::from(format!(
-                "core {} · session {} · retrieved {}",
-                b.core_tokens, b.session_tokens, b.retrieved_tokens
-            )),
-            Line::from(b.reason.clone().dark_gray()),
-        ],
-        None => vec![Line::from("…")],
-    };
+    let budget = app.budget.as_ref().map_or("…".to_string(), |b| {
+        format!("{} tokens of context", b.total_tokens)
+    });
+    let mut lines = Vec::new();
+    match &app.status {
+        Some(s) => {
+            let n = s.active_sessions;
+            lines.push(Line::from(vec![
+                budget.bold(),
+                format!(" · {n} session{} active", if n == 1 { "" } else { "s" }).into(),
+            ]));
+            match &s.last_context {
+                Some(c) => {
+                    lines.push(Line::from(format!(
+                        "last package {}/{} ({}) · {} left out",
+                        c.tokens, c.budget, c.profile, c.dropped
+                    )));
+                    let names: Vec<&str> = c.tiers.iter().map(|t| t.tier.as_str()).collect();
+                    let used: Vec<String> = c.tiers.iter().map(|t| t.tokens.to_string()).collect();
+                    lines.push(Line::from(format!(
+                        "{} {}",
+                        names.join("/"),
+                        used.join("/")
+                    )));
+                }
+                None => lines.push(Line::from("no package built yet".dark_gray())),
+            }
+        }
+        None => lines.push(Line::from(budget.bold())),
+    }
+    if let Some(b) = &app.budget {
+        lines.push(Line::from(b.reason.clone().dark_gray()));
+    }
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: true })
-            .block(titled("Budget")),
+            .block(titled("Context")),
         area,
     );
 }
@@ -402,10 +425,44 @@ mod tests {
             reason: "plenty of RAM".into(),
             ..Default::default()
         }));
-        let screen = render(&app, 80, 24);
+        let screen = render(&app, 110, 24);
         assert!(screen.contains("42 memories"), "{screen}");
         assert!(screen.contains("episodic 40 · summary 2"), "{screen}");
         assert!(screen.contains("8192 tokens of context"), "{screen}");
+        assert!(
+            screen.contains("8192 tokens of context · 0 sessions active"),
+            "{screen}"
+        );
+        assert!(screen.contains("no package built yet"), "{screen}");
+    }
+
+    #[test]
+    fn sessions_and_the_last_package_are_shown() {
+        let mut app = connected();
+        let status = serde_json::from_value(serde_json::json!({
+            "pid": 1, "uptime_secs": 1.0, "version": "0", "protocol_version": 1,
+            "data_dir": "", "socket": "", "components": [],
+            "queues": {"in_flight_requests": 0, "pending_writes": 0, "pending_embeds": 0, "connections": 1},
+            "active_sessions": 2,
+            "last_context": {"at": "2026-11-24T10:00:00Z", "profile": "work", "budget": 2000,
+                "tokens": 812, "dropped": 12, "tiers": [
+                {"tier": "core", "allotted": 300, "tokens": 40, "items": 2},
+                {"tier": "living", "allotted": 200, "tokens": 0, "items": 0},
+                {"tier": "session", "allotted": 600, "tokens": 300, "items": 9},
+                {"tier": "retrieved", "allotted": 900, "tokens": 472, "items": 14}]}
+        }))
+        .unwrap();
+        app.apply(Update::Status(Box::new(status)));
+        let screen = render(&app, 110, 30);
+        assert!(screen.contains("2 sessions active"), "{screen}");
+        assert!(
+            screen.contains("last package 812/2000 (work) · 12 left out"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("core/living/session/retrieved 40/0/300/472"),
+            "{screen}"
+        );
     }
 
     #[test]

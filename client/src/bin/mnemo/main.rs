@@ -12,6 +12,7 @@ mod mcp;
 mod memory;
 mod output;
 mod project;
+mod session;
 mod system;
 mod transfer;
 mod usermodel;
@@ -84,6 +85,16 @@ enum Command {
     /// One project (by id or a path inside it): languages, frameworks, build system, README,
     /// remote, its recent memories and beliefs.
     Project(project::ProjectArgs),
+    /// Conversations whose messages are memories: `start` one, `say` messages into it, `end`
+    /// it (its summary is written), `show` or `list` them.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
+    /// The package an AI starts a conversation from: who the person is, what is going on,
+    /// the session, and what is relevant to QUERY — under a token budget.
+    Context(session::ContextArgs),
+    /// The living summaries consolidation keeps: commitments, people, projects, tensions,
+    /// mood, narrative, goals, beliefs.
+    Summaries(session::SummariesArgs),
     /// Measure ingest, search latency and retrieval quality through the socket.
     Bench(bench::BenchArgs),
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
@@ -171,6 +182,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Whoami(args) => usermodel::whoami(args, &socket, &out).await?,
         Command::Projects(args) => project::list(args, &socket, &out).await?,
         Command::Project(args) => project::get(args, &socket, &out).await?,
+        Command::Session(cmd) => session::run(cmd, &socket, &out).await?,
+        Command::Context(args) => session::context(args, &socket, &out).await?,
+        Command::Summaries(args) => session::summaries(args, &socket, &out).await?,
         Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
         Command::Mcp(args) => mcp::run(args, &socket).await?,

@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::connect;
 use crate::formats::locomo;
 
+mod context;
 mod fuzz;
 mod load;
 
@@ -66,6 +67,23 @@ enum BenchWhat {
         /// memories linked), not of one caught mid-ingest.
         #[arg(long)]
         no_consolidate: bool,
+    },
+    /// Context packages on LoCoMo: the share of each question's evidence turns inside a
+    /// package of each budget, against the top search results in the same tokens; then
+    /// `context.build` latency at `--size` memories.
+    Context {
+        #[arg(long, default_value = "../shared/data/locomo/locomo-dev.json")]
+        path: PathBuf,
+        /// Skip ingesting (the namespaces are already loaded).
+        #[arg(long)]
+        no_ingest: bool,
+        #[arg(long, value_delimiter = ',', default_value = "1000,2000,4000")]
+        budgets: Vec<u32>,
+        /// Memories for the latency run (0 skips it).
+        #[arg(long, default_value_t = 10_000)]
+        size: usize,
+        #[arg(long, default_value_t = 100)]
+        queries: usize,
     },
     /// Hostile frames (wrong types, truncations, byte flips, deep nesting, batches): every
     /// reply must be proper JSON-RPC and mnemod must stay up. Adds memories in namespace `fuzz`.
@@ -120,6 +138,26 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             no_ingest,
             no_consolidate,
         } => locomo(&mut client, &path, !no_ingest, !no_consolidate).await,
+        BenchWhat::Context {
+            path,
+            no_ingest,
+            budgets,
+            size,
+            queries,
+        } => {
+            context::run(
+                &mut client,
+                socket,
+                context::ContextBench {
+                    path: &path,
+                    load: !no_ingest,
+                    budgets: &budgets,
+                    size,
+                    queries,
+                },
+            )
+            .await
+        }
         BenchWhat::Fuzz { frames, seed } => fuzz::fuzz(socket, frames, seed).await,
         BenchWhat::Load { clients, ops, seed } => load::load(socket, clients, ops, seed).await,
     }
@@ -297,6 +335,53 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
+/// The `q`th of the questions latency benches ask of the chat texts.
+pub(crate) fn bench_query(q: usize) -> String {
+    format!(
+        "who {} {}",
+        ["went to", "talked about", "is moving to", "volunteers at"][q % 4],
+        [
+            "Kyoto",
+            "the garden",
+            "the shelter",
+            "the lake cabin",
+            "jazz"
+        ][q % 5]
+    )
+}
+
+/// Adds chat texts to `namespace` until it holds `size` memories: in batches of 500, or
+/// with `singles` one request at a time from 8 clients.
+pub(crate) async fn top_up(
+    client: &mut Client,
+    socket: &Path,
+    namespace: &str,
+    size: usize,
+    singles: bool,
+) -> anyhow::Result<()> {
+    let have = count_namespace(client, namespace).await?;
+    if have >= size {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let mut added = have;
+    if singles {
+        add_singles(socket, have..size, namespace).await?;
+        added = size;
+    }
+    while added < size {
+        let n = (size - added).min(500);
+        let items = (added..added + n)
+            .map(|i| item(chat_text(i), namespace))
+            .collect();
+        client.call::<AddBatch>(&AddBatchParams { items }).await?;
+        added += n;
+        eprint!("\rtopping up to {size}: {added}");
+    }
+    eprintln!(" in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
 async fn search(
     client: &mut Client,
     socket: &Path,
@@ -307,40 +392,13 @@ async fn search(
 ) -> anyhow::Result<()> {
     const NS: &str = "bench-search";
     for &size in sizes {
-        let have = count_namespace(client, NS).await?;
-        if have < size {
-            let started = Instant::now();
-            let mut added = have;
-            if singles {
-                add_singles(socket, have..size, NS).await?;
-                added = size;
-            }
-            while added < size {
-                let n = (size - added).min(500);
-                let items = (added..added + n).map(|i| item(chat_text(i), NS)).collect();
-                client.call::<AddBatch>(&AddBatchParams { items }).await?;
-                added += n;
-                eprint!("\rtopping up to {size}: {added}");
-            }
-            eprintln!(" in {:.0} s", started.elapsed().as_secs_f64());
-        }
+        top_up(client, socket, NS, size, singles).await?;
         let mut took = Vec::with_capacity(queries);
         for q in 0..queries {
-            let query = format!(
-                "who {} {}",
-                ["went to", "talked about", "is moving to", "volunteers at"][q % 4],
-                [
-                    "Kyoto",
-                    "the garden",
-                    "the shelter",
-                    "the lake cabin",
-                    "jazz"
-                ][q % 5]
-            );
             let started = Instant::now();
             client
                 .call::<Search>(&SearchParams {
-                    query,
+                    query: bench_query(q),
                     k: Some(10),
                     mode,
                     filter: Filter {
@@ -365,46 +423,61 @@ async fn search(
 
 const KS: [usize; 4] = [1, 5, 10, 20];
 
+/// The samples of a LoCoMo-style file.
+pub(crate) fn read_locomo(path: &Path) -> anyhow::Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).context("LoCoMo file is not a JSON list")
+}
+
+/// Adds every turn of `samples` (each sample in its namespace), then runs a consolidation
+/// when asked, printing how long each took.
+pub(crate) async fn load_locomo(
+    client: &mut Client,
+    samples: &[Value],
+    consolidate: bool,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut turns = 0;
+    for sample in samples {
+        let ns = locomo::namespace(sample);
+        let items = locomo::turns(sample, &ns);
+        turns += items.len();
+        for chunk in items.chunks(200) {
+            client
+                .call::<AddBatch>(&AddBatchParams {
+                    items: chunk.to_vec(),
+                })
+                .await?;
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "loaded {turns} turns in {secs:.1} s ({:.1} turns/s)",
+        turns as f64 / secs
+    );
+    if consolidate {
+        let started = Instant::now();
+        let run = client.call::<ConsolidateRun>(&NoParams {}).await?;
+        let run = crate::consolidate::wait_for(client, &run.run_id, false).await?;
+        println!(
+            "consolidated in {:.1} s ({})",
+            started.elapsed().as_secs_f64(),
+            crate::consolidate::status_name(run.status)
+        );
+    }
+    Ok(())
+}
+
 async fn locomo(
     client: &mut Client,
     path: &Path,
     load: bool,
     consolidate: bool,
 ) -> anyhow::Result<()> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let samples: Vec<Value> =
-        serde_json::from_str(&text).context("LoCoMo file is not a JSON list")?;
+    let samples = read_locomo(path)?;
     if load {
-        let started = Instant::now();
-        let mut turns = 0;
-        for sample in &samples {
-            let ns = locomo::namespace(sample);
-            let items = locomo::turns(sample, &ns);
-            turns += items.len();
-            for chunk in items.chunks(200) {
-                client
-                    .call::<AddBatch>(&AddBatchParams {
-                        items: chunk.to_vec(),
-                    })
-                    .await?;
-            }
-        }
-        let secs = started.elapsed().as_secs_f64();
-        println!(
-            "loaded {turns} turns in {secs:.1} s ({:.1} turns/s)",
-            turns as f64 / secs
-        );
-        if consolidate {
-            let started = Instant::now();
-            let run = client.call::<ConsolidateRun>(&NoParams {}).await?;
-            let run = crate::consolidate::wait_for(client, &run.run_id, false).await?;
-            println!(
-                "consolidated in {:.1} s ({})",
-                started.elapsed().as_secs_f64(),
-                crate::consolidate::status_name(run.status)
-            );
-        }
+        load_locomo(client, &samples, consolidate).await?;
     }
     // recall[mode][category][k] = (sum of per-question recall, questions)
     let mut recall: BTreeMap<String, BTreeMap<i64, [(f64, usize); 4]>> = BTreeMap::new();

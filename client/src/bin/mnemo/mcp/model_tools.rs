@@ -5,6 +5,7 @@ use mnemo_protocol::belief::{
     Belief, IdentityGet, IdentityParams, PreferenceList, PreferenceListParams, PreferenceSet,
     PreferenceSetParams,
 };
+use mnemo_protocol::context::{Build, BuildParams, Format};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
@@ -30,6 +31,19 @@ pub struct SetPreferenceArgs {
     pub key: String,
     /// The choice: "tabs", "short", "dislike".
     pub value: String,
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ContextArgs {
+    /// What the conversation or task is about; retrieval uses it.
+    pub query: Option<String>,
+    /// Tokens the package may take (64–200000); default: what this machine affords.
+    pub budget: Option<u32>,
+    /// general, work, personal, creative, or one from mnemo's config.
+    pub profile: Option<String>,
+    /// A mnemo session id: its recent messages and running summary join the package.
+    pub session_id: Option<String>,
     pub namespace: Option<String>,
 }
 
@@ -108,6 +122,32 @@ impl MnemoServer {
             Ok(set) => answer(
                 format!("Recorded: {}.", set.preference.statement),
                 json!({ "preference": set.preference, "superseded": set.superseded }),
+            ),
+            Err(e) => refused(e),
+        }
+    }
+
+    #[tool(
+        description = "Start here: the context package for a conversation or task — who the \
+                       user is, their standing preferences and corrections, what is going on \
+                       lately, the session so far and the memories relevant to `query` — as \
+                       Markdown under a token budget counted with a real LLM tokenizer.",
+        annotations(title = "Context", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn context(&self, Parameters(args): Parameters<ContextArgs>) -> ToolResult {
+        let params = BuildParams {
+            query: args.query,
+            session_id: args.session_id,
+            profile: args.profile,
+            budget: args.budget,
+            namespace: args.namespace,
+            format: Some(Format::Markdown),
+            ..Default::default()
+        };
+        match self.link.call::<Build>(&params).await {
+            Ok(p) => answer(
+                p.text.clone(),
+                json!({ "tokens": p.tokens, "budget": p.budget, "tiers": p.tiers, "dropped": p.dropped_count }),
             ),
             Err(e) => refused(e),
         }

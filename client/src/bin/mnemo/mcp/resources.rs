@@ -1,10 +1,11 @@
 //! The resources `mnemo mcp` offers: what a client may read into a conversation without a
-//! tool call — the recent memories, the entities, who the user is, one memory with its
-//! history.
+//! tool call — the recent memories, the entities, who the user is, what is going on lately
+//! (the living summaries), one memory with its history.
 
 use mnemo_protocol::belief::{IdentityGet, IdentityParams, PreferenceList, PreferenceListParams};
 use mnemo_protocol::entity;
 use mnemo_protocol::memory::{History, HistoryParams, List, ListParams};
+use mnemo_protocol::summary;
 use rmcp::model::{ErrorData, Resource, ResourceContents, ResourceTemplate};
 
 use super::link::Link;
@@ -13,6 +14,7 @@ use super::render;
 pub const RECENT: &str = "mnemo://memories/recent";
 pub const ENTITIES: &str = "mnemo://entities";
 pub const IDENTITY: &str = "mnemo://identity";
+pub const LATELY: &str = "mnemo://summaries";
 const MEMORY_PREFIX: &str = "mnemo://memory/";
 /// Memories the recent resource holds.
 const RECENT_COUNT: usize = 20;
@@ -36,6 +38,13 @@ pub fn list() -> Vec<Resource> {
             .with_description(
                 "Name, roles, places, languages and people as the memories tell, then the \
                  user's preferences and standing rules, strongest first.",
+            )
+            .with_mime_type("text/markdown"),
+        Resource::new(LATELY, "summaries")
+            .with_title("What is going on lately")
+            .with_description(
+                "The living summaries: commitments, people, projects, tensions, mood, \
+                 narrative, goals and beliefs, as consolidation last wrote them.",
             )
             .with_mime_type("text/markdown"),
     ]
@@ -105,6 +114,22 @@ pub async fn read(link: &Link, uri: &str) -> Result<ResourceContents, ErrorData>
             }
         }
         text
+    } else if uri == LATELY {
+        let r = link
+            .call::<summary::List>(&summary::ListParams::default())
+            .await
+            .map_err(unavailable)?;
+        let mut text = "# What is going on lately\n".to_string();
+        for s in &r.summaries {
+            text.push_str(&format!(
+                "\n## {} ({})\n\n{}\n",
+                s.category, s.namespace, s.content
+            ));
+        }
+        if let Some(note) = r.note {
+            text.push_str(&format!("\n{note}\n"));
+        }
+        text
     } else if let Some(id) = uri.strip_prefix(MEMORY_PREFIX).filter(|id| !id.is_empty()) {
         let params = HistoryParams { id: id.into() };
         let history = link
@@ -124,7 +149,7 @@ pub async fn read(link: &Link, uri: &str) -> Result<ResourceContents, ErrorData>
     } else {
         return Err(ErrorData::resource_not_found(
             format!(
-                "no resource at {uri}; mnemo serves {RECENT}, {ENTITIES}, {IDENTITY} and {MEMORY_PREFIX}<id>"
+                "no resource at {uri}; mnemo serves {RECENT}, {ENTITIES}, {IDENTITY}, {LATELY} and {MEMORY_PREFIX}<id>"
             ),
             None,
         ));

@@ -1,0 +1,107 @@
+//! The living summaries phase: each namespace's summaries written again by rule from its
+//! memories of the last 30 days, its current beliefs, its people and the projects — and, when
+//! an LLM is configured, each rewritten by it (the rule's text stays when it fails). One
+//! namespace is one unit; redoing it after a stop writes the same rows again.
+
+use std::collections::BTreeSet;
+
+use mnemo_protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::entity::{EntitySort, EntityType, ListParams};
+use mnemo_protocol::time::now_micros;
+
+use super::bump;
+use super::pace::{Pace, Stop};
+use crate::living::compose::{compose, Inputs};
+use crate::store::filter::{current, event_time};
+
+/// How far back the summaries look.
+const WINDOW_US: i64 = 30 * 86_400_000_000;
+/// People a summary weighs at most.
+const PEOPLE: usize = 20;
+const LLM_SYSTEM: &str = "You keep a short living summary about a person for their assistant. \
+Rewrite the notes you are given as 1 to 3 plain sentences. Keep names, dates and numbers; add \
+nothing that the notes do not say.";
+
+pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
+    let ctx = pace.ctx().clone();
+    let now = now_micros();
+    let recent = pace
+        .guard(ctx.store.columns_of(
+            &current().and(event_time().ge(now - WINDOW_US)),
+            &[
+                "id",
+                "namespace",
+                "content",
+                "kind",
+                "session_id",
+                "metadata",
+                "salience",
+                "created_at",
+                "occurred_at",
+                "emotion_primary",
+                "emotion_intensity",
+                "emotion_valence",
+            ],
+        ))
+        .await??;
+    let beliefs = ctx.usermodel.matching(|b| b.valid_to.is_none());
+    let namespaces: BTreeSet<String> = recent
+        .iter()
+        .map(|r| r.namespace.clone())
+        .chain(beliefs.iter().map(|b| b.namespace.clone()))
+        .collect();
+    let projects = ctx.usermodel.projects().all();
+    let llm = crate::llm::Llm::from_config(&ctx.llm).map(std::sync::Arc::new);
+    for (i, namespace) in namespaces.iter().enumerate() {
+        pace.checkpoint().await?;
+        pace.progress(Phase::Living, i as u64, namespaces.len() as u64);
+        let people = ctx
+            .entities
+            .list(&ListParams {
+                namespace: Some(namespace.clone()),
+                entity_type: Some(EntityType::Person),
+                sort: EntitySort::Mentions,
+                limit: Some(PEOPLE),
+                ..Default::default()
+            })
+            .map(|(people, ..)| people)
+            .unwrap_or_default();
+        let in_namespace: Vec<_> = recent
+            .iter()
+            .filter(|r| &r.namespace == namespace)
+            .cloned()
+            .collect();
+        let their_beliefs: Vec<_> = beliefs
+            .iter()
+            .filter(|b| &b.namespace == namespace)
+            .cloned()
+            .collect();
+        let mut summaries = compose(&Inputs {
+            namespace,
+            now,
+            recent: &in_namespace,
+            beliefs: &their_beliefs,
+            people: &people,
+            projects: &projects,
+        });
+        if let Some(llm) = &llm {
+            for s in summaries.iter_mut() {
+                pace.checkpoint().await?;
+                let prompt = format!("{}:\n{}", s.category, s.content);
+                match pace.ask(llm, LLM_SYSTEM, prompt).await? {
+                    Ok(text) => {
+                        s.content = text;
+                        s.written_by = "llm".into();
+                    }
+                    Err(e) => {
+                        tracing::warn!("living summary by LLM failed, keeping the rule's: {e}");
+                        bump(record, "llm_failures", 1);
+                    }
+                }
+            }
+        }
+        ctx.living.replace(namespace, &summaries).await?;
+        bump(record, "summaries", summaries.len() as u64);
+    }
+    Ok(())
+}
