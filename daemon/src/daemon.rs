@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::access::AccessRecorder;
+use crate::agent::Agent;
 use crate::config::Config;
 use crate::consolidate::{Consolidation, Consolidator};
 use crate::context::tokens::Tokenizer;
@@ -130,6 +131,14 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         active_sessions.clone(),
     ));
     sessions.load().await.context("reading the sessions")?;
+    let agent = Arc::new(Agent::new(
+        store.clone(),
+        ingest.clone(),
+        usermodel.clone(),
+        config.agent.clone(),
+    ));
+    let episodes = agent.load().await.context("reading the episodes")?;
+    tracing::debug!("{episodes} episodes");
     let living = Arc::new(Living::new(store.clone()));
     let kind = config.context.tokenizer;
     let tokenizer = tokio::task::spawn_blocking(move || Tokenizer::load(kind))
@@ -140,6 +149,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         usermodel: usermodel.clone(),
         sessions: sessions.clone(),
         living: living.clone(),
+        agent: agent.clone(),
         hardware: monitor.clone(),
         tokenizer,
         profiles,
@@ -159,6 +169,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         entities: entities.clone(),
         usermodel: usermodel.clone(),
         sessions: sessions.clone(),
+        agent: agent.clone(),
         context,
         living: living.clone(),
         store: store.clone(),
@@ -235,6 +246,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         entities: state.entities.clone(),
         usermodel,
         living,
+        agent,
     })));
     tokio::spawn(sessions.end_silent(shutdown.clone()));
     tokio::spawn(readiness::watchdog(shutdown.clone()));

@@ -5,6 +5,7 @@
 //! `daemon` builds them all and gives each only the handles it uses.
 
 mod access;
+mod agent;
 pub mod config;
 mod consolidate;
 mod context;

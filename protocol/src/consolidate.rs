@@ -59,12 +59,15 @@ pub enum Phase {
     /// The living summaries (commitments, people, projects, tensions, mood, narrative, goals,
     /// beliefs) written again from recent memories, beliefs and entities.
     Living,
+    /// Procedures learned from repeated episodes (sequences that led to success, patterns that
+    /// failed) and the implicit stats (active hours, session lengths, tools, durations).
+    Habits,
     /// Compaction, index folding, version pruning, the ANN index.
     Storage,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 8] = [
+    pub const ALL: [Phase; 9] = [
         Phase::Entities,
         Phase::Edges,
         Phase::Access,
@@ -72,6 +75,7 @@ impl Phase {
         Phase::Dedup,
         Phase::Summaries,
         Phase::Living,
+        Phase::Habits,
         Phase::Storage,
     ];
     pub fn as_str(self) -> &'static str {
@@ -83,6 +87,7 @@ impl Phase {
             Phase::Dedup => "dedup",
             Phase::Summaries => "summaries",
             Phase::Living => "living",
+            Phase::Habits => "habits",
             Phase::Storage => "storage",
         }
     }

@@ -82,6 +82,12 @@ pub struct BuildParams {
     /// The working directory, for the active project when no session names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Files about to be edited: the triggered layer adds warnings from their history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// A command about to run, for the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// Say why each item is in and show what was left out.
     #[serde(default)]
     pub explain: bool,

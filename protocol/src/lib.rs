@@ -3,6 +3,7 @@
 //! and result, so daemon handlers and client calls cannot disagree. Where the socket and the
 //! data live by default is part of the contract too ([`paths`], [`socket`]).
 
+pub mod agent;
 pub mod belief;
 pub mod consolidate;
 pub mod context;
@@ -126,6 +127,7 @@ pub fn all_methods() -> Vec<&'static str> {
         session::METHODS,
         context::METHODS,
         summary::METHODS,
+        agent::METHODS,
     ]
     .concat();
     all.sort_unstable();

@@ -85,6 +85,13 @@ pub struct Memory {
     /// The time the text speaks about ("last Saturday"), when it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<EventTime>,
+    /// An episode's action, outcome and duration (`episode.record`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
     /// The entities it mentions, by name (`memory.get` only; `entity.get` for more).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<String>,
@@ -174,6 +181,12 @@ pub struct Filter {
     /// Only memories at most this pleasant (valence −1–1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_valence: Option<f32>,
+    /// Only episodes (`episode.record`) of this action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<crate::agent::Action>,
+    /// Only episodes with this outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::agent::Outcome>,
 }
 
 impl Filter {

@@ -49,6 +49,8 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
         "set_preference",
         "whoami",
         "context",
+        "record_episode",
+        "check_before_acting",
     ] {
         assert!(
             tool_names.iter().any(|n| n == wanted),
@@ -148,6 +150,33 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
     );
     assert_eq!(refused["isError"], json!(true));
     assert!(text.contains("domain is empty"), "{text}");
+
+    // An agent records what an action did; the next action on the same file is warned.
+    let (text, recorded) = mcp.call_text(
+        "record_episode",
+        json!({
+            "action": "edit", "targets": ["/srv/demo/app.py"], "outcome": "failure",
+            "error": "SyntaxError: invalid syntax", "task": "add the login form"
+        }),
+    );
+    assert_ne!(recorded["isError"], json!(true), "{recorded}");
+    assert!(text.contains("app.py failed"), "{text}");
+    let (text, _) = mcp.call_text(
+        "check_before_acting",
+        json!({ "files": ["/srv/demo/app.py"] }),
+    );
+    assert!(text.contains("SyntaxError: invalid syntax"), "{text}");
+    let (text, _) = mcp.call_text(
+        "check_before_acting",
+        json!({ "files": ["/srv/demo/other.py"] }),
+    );
+    assert_eq!(text, "Nothing to warn about.");
+    let (text, refused) = mcp.call_text(
+        "record_episode",
+        json!({ "action": "jump", "targets": ["x"], "outcome": "success" }),
+    );
+    assert_eq!(refused["isError"], json!(true));
+    assert!(text.contains("unknown action `jump`"), "{text}");
 
     // What the client remembered is recorded as coming from it.
     let mut client = daemon.client().await;

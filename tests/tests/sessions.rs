@@ -107,7 +107,12 @@ const CONVERSATION: [(Role, &str); 12] = [
 
 #[tokio::test]
 async fn a_session_feeds_the_package_and_its_summary_outlives_it() {
-    let daemon = Daemon::start_with(Embedder::Minilm, &[]);
+    // The last session's summary joins packages when the automatic layer is told to carry it.
+    let daemon = Daemon::start_configured(
+        Embedder::Minilm,
+        "[agent]\nautomatic = [\"preferences\", \"corrections\", \"recent_session\"]\n",
+        &[],
+    );
     let mut c = daemon.client().await;
     remember(
         &mut c,

@@ -8,9 +8,11 @@ use mnemo_protocol::graph::EdgeType;
 use mnemo_protocol::paths;
 use serde::{Deserialize, Serialize};
 
+mod agent;
 mod background;
 mod context;
 mod salience;
+pub use agent::{AgentConfig, AutomaticSource, TriggeredSource};
 pub use background::{parse_schedule, ConsolidateConfig, HardwareConfig, LlmConfig, ProcessRule};
 pub use context::{ContextConfig, ProfileConfig, SessionsConfig, TierShares, TokenizerKind};
 pub use salience::SalienceConfig;
@@ -48,6 +50,8 @@ pub struct Config {
     pub usermodel: UserModelConfig,
     pub sessions: SessionsConfig,
     pub context: ContextConfig,
+    /// The automatic and triggered layers of memory for agents that act.
+    pub agent: AgentConfig,
     pub hardware: HardwareConfig,
     pub consolidate: ConsolidateConfig,
     /// The optional chat endpoint consolidation writes summaries with.
@@ -216,6 +220,7 @@ impl Default for Config {
             usermodel: UserModelConfig::default(),
             sessions: SessionsConfig::default(),
             context: ContextConfig::default(),
+            agent: AgentConfig::default(),
             hardware: Default::default(),
             consolidate: Default::default(),
             llm: Default::default(),
@@ -356,6 +361,7 @@ impl Config {
         }
         self.consolidate.validate().map_err(ConfigError::Invalid)?;
         self.context.validate().map_err(ConfigError::Invalid)?;
+        self.agent.validate().map_err(ConfigError::Invalid)?;
         let search = &self.search;
         self.salience.validate().map_err(ConfigError::Invalid)?;
         let weights = [

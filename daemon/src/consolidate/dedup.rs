@@ -161,7 +161,10 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let config = ctx.state.config.clone();
     let store = &ctx.store;
     let watermark = done_through(store, WATERMARK).await?;
-    let originals = current().and(col("is_summary").eq(false));
+    // Episodes never merge: three failures of one edit are three failures, not one.
+    let originals = current()
+        .and(col("is_summary").eq(false))
+        .and(col("action").null());
     let new_rows = store
         .count(&originals.clone().and(col("created_at").gt(watermark)))
         .await?;

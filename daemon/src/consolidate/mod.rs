@@ -8,6 +8,7 @@ mod decay;
 mod dedup;
 mod edges;
 mod entities;
+mod habits;
 pub mod idle;
 mod living;
 mod pace;
@@ -27,6 +28,7 @@ use mnemo_protocol::time::{format_micros, now_micros};
 use tokio::sync::{broadcast, Notify};
 
 use crate::access::AccessRecorder;
+use crate::agent::Agent;
 use crate::config::{parse_schedule, ConsolidateConfig, LlmConfig};
 use crate::embed::EmbedService;
 use crate::events::{Event, EventBus};
@@ -92,6 +94,8 @@ pub struct Consolidator {
     /// The beliefs and projects living summaries are written from.
     pub usermodel: Arc<UserModel>,
     pub living: Arc<Living>,
+    /// The episodes procedures are learned from, and where procedures and stats are kept.
+    pub agent: Arc<Agent>,
 }
 
 /// Consolidation's state, shared by its task and the request handlers.
@@ -447,6 +451,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
             Phase::Dedup => dedup::run(pace, &mut record).await,
             Phase::Summaries => summarize::run(pace, &mut record).await,
             Phase::Living => living::run(pace, &mut record).await,
+            Phase::Habits => habits::run(pace, &mut record).await,
             Phase::Storage => storage::run(pace, &mut record).await,
         };
         run.phases[i] = record;

@@ -1,7 +1,8 @@
 //! `context.build`: the package an AI starts a conversation from. Four tiers — core (who
-//! the person is, their standing rules and preferences), living summaries, the session
-//! (recent messages, running summary, active project) and retrieved (recall for the query,
-//! beliefs it touches) — filled by score under a budget counted with a real LLM tokenizer.
+//! the person is, and what the automatic layer carries: standing rules, preferences), living
+//! summaries, the session (recent messages, running summary, active project) and retrieved
+//! (the triggered layer's warnings, recall for the query, beliefs it touches) — filled by
+//! score under a budget counted with a real LLM tokenizer.
 //! No budget given: the profile's, else the adaptive one from the hardware and RAM pressure.
 
 mod fill;
@@ -11,6 +12,7 @@ pub mod tokens;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use mnemo_protocol::agent::{ActionState, TriggersParams, TriggersResult};
 use mnemo_protocol::context::{
     BuildParams, Package, Tier, MAX_BUDGET, MAX_QUERY_BYTES, MIN_BUDGET,
 };
@@ -19,7 +21,8 @@ use mnemo_protocol::memory::DEFAULT_NAMESPACE;
 use mnemo_protocol::project::Project;
 use mnemo_protocol::time::{format_micros, now_micros};
 
-use crate::config::ProfileConfig;
+use crate::agent::Agent;
+use crate::config::{AutomaticSource, ProfileConfig, TriggeredSource};
 use crate::error::{Error, Result};
 use crate::hardware::Monitor;
 use crate::ingest::validate_label;
@@ -29,11 +32,16 @@ use crate::sessions::Sessions;
 use crate::usermodel::UserModel;
 use tokens::Tokenizer;
 
+/// Warnings a package carries at most.
+const WARNINGS: usize = 5;
+
 pub struct ContextBuilder {
     pub recall: Arc<Recall>,
     pub usermodel: Arc<UserModel>,
     pub sessions: Arc<Sessions>,
     pub living: Arc<Living>,
+    /// The triggered layer, and which layers are on.
+    pub agent: Arc<Agent>,
     pub hardware: Arc<Monitor>,
     pub tokenizer: Tokenizer,
     pub profiles: BTreeMap<String, ProfileConfig>,
@@ -114,17 +122,24 @@ impl ContextBuilder {
                 p.cwd.as_deref(),
             )
             .await?;
+        let warnings = self
+            .warnings(&p.files, p.command.as_deref(), &request, p.cwd.as_deref())
+            .await?;
         let beliefs = self.usermodel.current(&request.namespace, None);
         let identity = self.usermodel.identity(&request.namespace, None);
         let living = self.living.list(Some(&request.namespace), None).await?;
+        let layers = self.agent.config();
         let last = match short {
             Some(_) => None,
-            None => self.sessions.last_ended(&request.namespace),
+            None if layers.automatic(AutomaticSource::RecentSession) => {
+                self.sessions.last_ended(&request.namespace)
+            }
+            None => None,
         };
         let found = [
             (
                 Tier::Core,
-                tiers::core(&request, profile, &beliefs, &identity),
+                tiers::core(&request, profile, &beliefs, &identity, layers),
             ),
             (Tier::Living, tiers::living(&living)),
             (
@@ -142,12 +157,13 @@ impl ContextBuilder {
             ),
         ];
         let mut candidates = Vec::new();
-        let mut sources = HashMap::new();
+        let mut sources: HashMap<Tier, Vec<_>> = HashMap::new();
         let mut left_out = Vec::new();
-        for (tier, f) in found {
+        let warned = (Tier::Retrieved, tiers::warnings(warnings.as_ref()));
+        for (tier, f) in found.into_iter().chain([warned]) {
             candidates.extend(f.candidates);
             left_out.extend(f.left_out);
-            sources.insert(tier, f.sources);
+            sources.entry(tier).or_default().extend(f.sources);
         }
         let format = p.format.unwrap_or(profile.format);
         let filled = fill::fill(
@@ -177,6 +193,36 @@ impl ContextBuilder {
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(LastContext::of(&package, format_micros(now_micros())));
         Ok(package)
+    }
+
+    /// What the triggered layer says of the state: the files and command about to be acted
+    /// on, and the query as the task. None when the layer is off or nothing is named.
+    async fn warnings(
+        &self,
+        files: &[String],
+        command: Option<&str>,
+        r: &Request,
+        cwd: Option<&str>,
+    ) -> Result<Option<TriggersResult>> {
+        let layers = self.agent.config();
+        let on =
+            layers.triggered(TriggeredSource::Failures) || layers.triggered(TriggeredSource::Rules);
+        let ask = TriggersParams {
+            files: files.to_vec(),
+            command: command.map(str::to_string),
+            state: ActionState {
+                cwd: cwd.map(str::to_string),
+                task: r.query.clone(),
+                ..Default::default()
+            },
+            namespace: Some(r.namespace.clone()),
+            limit: Some(WARNINGS),
+            ..Default::default()
+        };
+        if !on || ask.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.agent.triggers(ask).await?))
     }
 
     /// The session's project, else the one `cwd` lies in (known once a memory pointed there).

@@ -1,6 +1,7 @@
 //! What each tier could hold: candidates with a score (0–1, within the tier), the key that
 //! makes two of them the same thing, and a report per source — so an empty source says why.
 
+use mnemo_protocol::agent::TriggersResult;
 use mnemo_protocol::belief::{BeliefSource, BeliefType, USER};
 use mnemo_protocol::context::{ItemKind, SourceReport, Tier};
 use mnemo_protocol::memory::{Filter, SearchHit, SearchParams};
@@ -9,7 +10,7 @@ use mnemo_protocol::session::Role;
 use mnemo_protocol::summary::{LivingSummary, SummaryCategory};
 
 use super::Request;
-use crate::config::ProfileConfig;
+use crate::config::{AgentConfig, AutomaticSource, ProfileConfig};
 use crate::error::Result;
 use crate::recall::{Recall, MAX_K};
 use crate::sessions::ShortTerm;
@@ -55,12 +56,14 @@ fn domain_kept(profile: &ProfileConfig, domain: Option<&str>) -> bool {
     profile.domains.is_empty() || domain.is_none_or(|d| profile.domains.iter().any(|p| p == d))
 }
 
-/// Identity, then the person's standing rules, constraints and preferences.
+/// Identity, then what the automatic layer is configured to carry: the person's standing
+/// rules, corrections and constraints, preferences, and conventions.
 pub fn core(
     r: &Request,
     profile: &ProfileConfig,
     beliefs: &[BeliefRecord],
     identity: &mnemo_protocol::belief::Identity,
+    layers: &AgentConfig,
 ) -> Found {
     let mut found = Found::default();
     let mut traits = 0;
@@ -95,12 +98,18 @@ pub fn core(
         .iter()
         .filter(|b| b.subject == USER || b.belief_type == BeliefType::Rule)
     {
-        let kind = match b.belief_type {
-            BeliefType::Rule => ItemKind::Rule,
-            BeliefType::Constraint => ItemKind::Constraint,
-            BeliefType::Preference => ItemKind::Preference,
+        let (kind, source) = match b.belief_type {
+            BeliefType::Rule => (ItemKind::Rule, AutomaticSource::Corrections),
+            BeliefType::Constraint => (ItemKind::Constraint, AutomaticSource::Corrections),
+            BeliefType::Preference => (ItemKind::Preference, AutomaticSource::Preferences),
+            BeliefType::Behavior | BeliefType::Value => {
+                (ItemKind::Preference, AutomaticSource::Conventions)
+            }
             _ => continue,
         };
+        if !layers.automatic(source) {
+            continue;
+        }
         let candidate = Candidate {
             day: None,
             tier: Tier::Core,
@@ -136,7 +145,11 @@ pub fn core(
     found.report(
         "preferences",
         standing,
-        "no preferences, corrections or constraints yet (`mnemo prefs set`, or say \"I prefer …\")",
+        if layers.automatic.is_empty() {
+            "the automatic layer is off ([agent] automatic = [] in the config)"
+        } else {
+            "no preferences, corrections or constraints yet (`mnemo prefs set`, or say \"I prefer …\")"
+        },
     );
     found
 }
@@ -286,6 +299,39 @@ pub fn session(
         "no active project: the session names none and no cwd was given",
     );
     found
+}
+
+/// The triggered layer's warnings for the state: first in the retrieved tier, most
+/// confident first.
+pub fn warnings(found: Option<&TriggersResult>) -> Found {
+    let mut out = Found::default();
+    let warnings = found.map(|f| f.warnings.as_slice()).unwrap_or_default();
+    for w in warnings {
+        let mut text = format!("Warning: {}", w.text);
+        if let Some(fix) = &w.fixed_by {
+            text.push_str(&format!(" — {fix}"));
+        }
+        out.candidates.push(Candidate {
+            day: None,
+            tier: Tier::Retrieved,
+            kind: ItemKind::Warning,
+            id: w.episodes.first().cloned(),
+            key: format!("warning:{}:{}", w.kind, w.target),
+            text,
+            score: 0.9 + 0.1 * w.confidence,
+            why: format!("{} (confidence {:.2})", w.reason, w.confidence),
+        });
+    }
+    out.report(
+        "warnings",
+        warnings.len(),
+        if found.is_none() {
+            "the triggered layer is off, or the request names no files, command or query"
+        } else {
+            "nothing in the recorded episodes matches this state"
+        },
+    );
+    out
 }
 
 fn role_label(role: Role) -> &'static str {

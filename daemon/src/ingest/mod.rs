@@ -219,6 +219,17 @@ impl Ingest {
     /// Adds memories all-or-nothing: one bad item refuses the whole batch before anything is
     /// written, and the rest commit together.
     pub async fn add(&self, items: Vec<AddParams>, batch: bool) -> Result<Vec<MemoryRecord>> {
+        self.add_shaped(items, batch, |_| {}).await
+    }
+
+    /// [`Ingest::add`], with `shape` setting what the params cannot say (an episode's typed
+    /// columns) on each new row before it is understood and stored.
+    pub async fn add_shaped(
+        &self,
+        items: Vec<AddParams>,
+        batch: bool,
+        shape: impl Fn(&mut MemoryRecord),
+    ) -> Result<Vec<MemoryRecord>> {
         if batch && items.is_empty() {
             return Err(Error::invalid("items is empty; send at least one memory"));
         }
@@ -239,6 +250,7 @@ impl Ingest {
                     e
                 })
             })?;
+            shape(&mut record);
             // Keyed in an encrypted store, so it matches what is stored.
             record.content_hash = self.store.content_hash(&record.content);
             mentions.insert(

@@ -56,6 +56,7 @@ pub fn router() -> Router {
     super::project::register(&mut r);
     super::session::register(&mut r);
     super::context::register(&mut r);
+    super::agent::register(&mut r);
     r.register_subscriber::<Subscribe, _, _>(|_state, subscriptions, p: TopicsParams| async move {
         Ok::<_, RpcError>(subscriptions.subscribe(p))
     })

@@ -1,6 +1,7 @@
 //! The local-socket server: accepts connections from this user and serves each
 //! ([`connection`]) until shutdown, then waits for every request in flight to be answered.
 
+mod agent;
 mod budget;
 mod connection;
 mod consolidate;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mnemo_protocol::daemon::{Counters, QueueDepths};
 use mnemo_protocol::RpcError;
 
+use crate::agent::Agent;
 use crate::consolidate::Consolidation;
 use crate::context::ContextBuilder;
 use crate::embed::EmbedService;
@@ -39,6 +40,7 @@ pub struct State {
     pub entities: Arc<EntityBook>,
     pub usermodel: Arc<UserModel>,
     pub sessions: Arc<Sessions>,
+    pub agent: Arc<Agent>,
     pub context: Arc<ContextBuilder>,
     pub living: Arc<Living>,
     pub store: Arc<Store>,
@@ -66,14 +68,17 @@ impl State {
         let sealed = self.ingest.encrypt().await?;
         self.sessions.reseal().await?;
         self.living.reseal().await?;
+        self.agent.reseal().await?;
         Ok(sealed)
     }
 
     /// After a forget, nothing derived may still quote what was forgotten: sessions rewrite
-    /// the summaries that did, and the living summaries are dropped until the next run
-    /// writes them again from what remains.
+    /// the summaries that did, procedures are learned again from the episodes that remain,
+    /// and the living summaries are dropped until the next run writes them again.
     pub async fn forgotten(&self) -> Result<(), Error> {
         self.sessions.forgotten().await?;
+        let settings = self.agent.learning(mnemo_protocol::time::now_micros());
+        self.agent.forgotten(&settings).await?;
         self.living.clear().await?;
         self.consolidation.mark_dirty();
         Ok(())

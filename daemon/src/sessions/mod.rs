@@ -324,6 +324,13 @@ impl Sessions {
         })
     }
 
+    /// The namespace and working directory of a known session, for what joins it (an
+    /// episode); not found names what to do.
+    pub fn place_of(&self, id: &str) -> Result<(String, Option<String>)> {
+        let entry = self.book.entry(id)?;
+        Ok((entry.row.namespace, entry.row.cwd))
+    }
+
     /// The most recently ended session of `namespace` that has a summary.
     pub fn last_ended(&self, namespace: &str) -> Option<(Session, SessionSummary)> {
         let entry = self.book.last_ended(namespace)?;

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use mnemo_protocol::session::{Message, Role, SessionSummary};
 use mnemo_protocol::understanding::EmotionKind;
 
-use crate::understand::emotion::words;
-use crate::understand::entities::{is_common_word, Mention};
-use crate::understand::sentences::{clip, first_sentence, is_commitment, sentences};
+use crate::understand::entities::Mention;
+use crate::understand::sentences::{
+    clip, first_sentence, frequent_words, is_commitment, sentences,
+};
 
 /// Topics, names and commitments a summary lists at most.
 const MAX_LISTED: usize = 6;
@@ -72,24 +73,7 @@ pub fn summarize(
 
 /// Content words said more than once, most frequent first (ties: first said).
 fn topics(said: &[Said]) -> Vec<String> {
-    let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
-    let mut order = 0;
-    for s in said {
-        for w in words(&s.message.content) {
-            if w.len() < 4 || is_common_word(&w) || w.chars().all(|c| c.is_numeric()) {
-                continue;
-            }
-            order += 1;
-            counts.entry(w).or_insert((0, order)).0 += 1;
-        }
-    }
-    let mut ranked: Vec<_> = counts.into_iter().filter(|(_, (n, _))| *n > 1).collect();
-    ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
-    ranked
-        .into_iter()
-        .take(MAX_LISTED)
-        .map(|(w, _)| w)
-        .collect()
+    frequent_words(said.iter().map(|s| s.message.content.as_str()), MAX_LISTED)
 }
 
 /// The names the messages mention, most mentioned first.

@@ -59,6 +59,12 @@ pub fn predicate_all_versions(filter: &Filter) -> Result<Pred, FilterError> {
     if let Some(t) = time("until", &filter.until)? {
         p = p.and(event_time().lt(t));
     }
+    if let Some(action) = filter.action {
+        p = p.and(col("action").eq(action.as_str()));
+    }
+    if let Some(outcome) = filter.outcome {
+        p = p.and(col("outcome").eq(outcome.as_str()));
+    }
     if let Some(emotion) = filter.emotion {
         p = p.and(col("emotion_primary").eq(emotion.as_str()));
     }

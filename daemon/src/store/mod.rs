@@ -12,12 +12,14 @@ pub mod keyed;
 pub mod keystore;
 pub mod maintenance;
 mod memories;
+pub mod procedures;
 pub mod projects;
 pub mod runs;
 pub mod schema;
 pub mod seal;
 pub mod sessions;
 pub mod sql;
+pub mod stats;
 pub mod summaries;
 pub mod system;
 pub mod writer;
@@ -110,6 +112,8 @@ pub struct Store {
     projects: projects::ProjectTable,
     sessions: sessions::SessionTable,
     summaries: summaries::SummaryTable,
+    procedures: procedures::ProcedureTable,
+    stats: stats::StatTable,
     schema: SchemaRef,
     writer: WriterHandle,
     writer_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -165,6 +169,8 @@ impl Store {
         let projects = keyed::KeyedTable::open(&db, &names, projects::PROJECTS).await?;
         let sessions = keyed::KeyedTable::open(&db, &names, sessions::SESSIONS).await?;
         let summaries = keyed::KeyedTable::open(&db, &names, summaries::SUMMARIES).await?;
+        let procedures = keyed::KeyedTable::open(&db, &names, procedures::PROCEDURES).await?;
+        let stats = keyed::KeyedTable::open(&db, &names, stats::STATS).await?;
         let found: u32 = read_meta(&meta, "memories.schema_version")
             .await?
             .and_then(|v| v.parse().ok())
@@ -222,6 +228,8 @@ impl Store {
             projects,
             sessions,
             summaries,
+            procedures,
+            stats,
             schema,
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
@@ -314,6 +322,14 @@ impl Store {
         &self.summaries
     }
 
+    pub fn procedures(&self) -> &procedures::ProcedureTable {
+        &self.procedures
+    }
+
+    pub fn stats(&self) -> &stats::StatTable {
+        &self.stats
+    }
+
     /// A value from the `meta` table (schema version, embedder, watermarks).
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         read_meta(&self.meta, key).await
@@ -355,6 +371,8 @@ impl Store {
             self.projects.table().clone(),
             self.sessions.table().clone(),
             self.summaries.table().clone(),
+            self.procedures.table().clone(),
+            self.stats.table().clone(),
             self.meta.clone(),
         ]
     }

@@ -15,7 +15,7 @@ use super::StoreError;
 
 /// Bumped whenever the `memories` columns change; recorded in the `meta` table. A table of an
 /// older version gains the new (nullable) columns, all null, when opened.
-pub const MEMORIES_SCHEMA_VERSION: u32 = 4;
+pub const MEMORIES_SCHEMA_VERSION: u32 = 5;
 
 /// How a column goes on the wire (`protocol::memory::Memory`).
 trait Wire<T> {
@@ -140,6 +140,8 @@ macro_rules! memory_columns {
                     r.set_emotion(e);
                 }
                 r.set_salience_factors(m.salience_factors.as_ref());
+                // An episode's lookup keys are its targets, kept in its metadata.
+                r.targets = episode_targets(&m.metadata);
                 if let Some(event) = &m.event {
                     r.event_start = Some(parse_micros(&event.start).map_err(|e| format!("event.start: {e}"))?);
                     r.event_end = Some(parse_micros(&event.end).map_err(|e| format!("event.end: {e}"))?);
@@ -199,6 +201,28 @@ memory_columns! {
     /// Schema 4: the time the text speaks about ("last Saturday"), end exclusive.
     event_start: Option<i64>,
     event_end: Option<i64>,
+    /// Schema 5: an episode's action (`episode.record`); null for every other memory.
+    action: Option<String> => same,
+    /// Schema 5: an episode's outcome.
+    outcome: Option<String> => same,
+    /// Schema 5: how long an episode's action took.
+    duration_ms: Option<i64> => same,
+    /// Schema 5: an episode's targets as looked up (keyed in an encrypted store; the text
+    /// as given is in the metadata).
+    targets: Vec<String>,
+}
+
+/// The targets an episode's metadata names (`episode.targets`).
+pub fn episode_targets(metadata: &serde_json::Value) -> Vec<String> {
+    metadata
+        .pointer("/episode/targets")
+        .and_then(|t| t.as_array())
+        .map(|t| {
+            t.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn vector_dim(schema: &Schema) -> Result<i32, StoreError> {
@@ -377,6 +401,10 @@ pub(crate) mod tests {
             salience_factors: Some("{}".into()),
             event_start: Some(4),
             event_end: Some(5),
+            action: Some("edit".into()),
+            outcome: Some("failure".into()),
+            duration_ms: Some(1200),
+            targets: vec!["/repo/a.py".into()],
         }
     }
 
@@ -403,6 +431,7 @@ pub(crate) mod tests {
             embed_model: String::new(),
             entities: vec![],
             terms: None,
+            targets: vec![],
             ..row
         };
         assert_eq!(back, expected);

@@ -308,6 +308,7 @@ fn seal_rows(keys: &Keys, rows: &[MemoryRecord]) -> Vec<MemoryRecord> {
             sealed.content_hash = keys.content_hash(&r.content);
             sealed.terms = Some(keys.terms(&r.content));
             sealed.entities = r.entities.iter().map(|e| keys.entity_key(e)).collect();
+            sealed.targets = r.targets.iter().map(|t| keys.entity_key(t)).collect();
             sealed.content = keys.seal_text(&r.id, "content", &r.content);
             sealed.metadata = keys.seal_text(&r.id, "metadata", &r.metadata);
             sealed.sealed = true;

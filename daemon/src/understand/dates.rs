@@ -28,7 +28,8 @@ enum Grain {
     Year,
 }
 
-const WEEKDAYS: [&str; 7] = [
+/// Weekday names, Monday first (as chrono counts from Monday).
+pub const WEEKDAYS: [&str; 7] = [
     "monday",
     "tuesday",
     "wednesday",

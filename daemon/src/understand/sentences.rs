@@ -1,4 +1,34 @@
-//! Sentences of a text, and the ones that commit the speaker to something.
+//! Sentences of a text, the ones that commit the speaker to something, and the content
+//! words a text is about.
+
+use std::collections::HashMap;
+
+use super::emotion::words;
+use super::entities::is_common_word;
+
+/// The words of `text` that carry its topic: four letters or more, not common, not numbers.
+pub fn content_words(text: &str) -> Vec<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| w.len() >= 4 && !is_common_word(w) && !w.chars().all(|c| c.is_numeric()))
+        .collect()
+}
+
+/// Content words said more than once over `texts`, most frequent first (ties: first said),
+/// at most `max`.
+pub fn frequent_words<'a>(texts: impl IntoIterator<Item = &'a str>, max: usize) -> Vec<String> {
+    let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut order = 0;
+    for text in texts {
+        for w in content_words(text) {
+            order += 1;
+            counts.entry(w).or_insert((0, order)).0 += 1;
+        }
+    }
+    let mut ranked: Vec<_> = counts.into_iter().filter(|(_, (n, _))| *n > 1).collect();
+    ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
+    ranked.into_iter().take(max).map(|(w, _)| w).collect()
+}
 
 /// The text cut into sentences (at `.`, `!` or `?` before a space, and at line ends), trimmed.
 pub fn sentences(text: &str) -> Vec<&str> {

@@ -1,5 +1,6 @@
 //! `mnemo`: the command line for mnemod.
 
+mod agent;
 mod bench;
 mod consolidate;
 mod doctor;
@@ -95,6 +96,18 @@ enum Command {
     /// The living summaries consolidation keeps: commitments, people, projects, tensions,
     /// mood, narrative, goals, beliefs.
     Summaries(session::SummariesArgs),
+    /// Episodes: what an action (edit, command, tool call, task) did, recorded so later
+    /// actions are warned (`mnemo episode record --help` shows a shell hook).
+    #[command(subcommand)]
+    Episode(agent::EpisodeCommand),
+    /// Warnings before acting: past failures on these files or this command, what worked
+    /// afterwards, and learned procedures that start here. Nothing when nothing matches.
+    Triggers(agent::TriggersArgs),
+    /// Procedures learned from repeated episodes: what worked, and what kept failing.
+    Procedures(agent::ProceduresArgs),
+    /// Implicit memory: active hours, session lengths, most used tools, commands and
+    /// projects, typical durations, topics by time of day.
+    Stats(agent::StatsArgs),
     /// Measure ingest, search latency and retrieval quality through the socket.
     Bench(bench::BenchArgs),
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
@@ -185,6 +198,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Session(cmd) => session::run(cmd, &socket, &out).await?,
         Command::Context(args) => session::context(args, &socket, &out).await?,
         Command::Summaries(args) => session::summaries(args, &socket, &out).await?,
+        Command::Episode(cmd) => agent::episode(cmd, &socket, &out).await?,
+        Command::Triggers(args) => agent::triggers(args, &socket, &out).await?,
+        Command::Procedures(args) => agent::procedures(args, &socket, &out).await?,
+        Command::Stats(args) => agent::stats(args, &socket, &out).await?,
         Command::Encrypt => encrypt::run(&socket, &out).await?,
         Command::Doctor => doctor::run(&socket, out.json).await?,
         Command::Mcp(args) => mcp::run(args, &socket).await?,

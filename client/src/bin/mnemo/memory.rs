@@ -133,6 +133,12 @@ pub struct FilterArgs {
     /// Only memories at most this pleasant (valence −1–1).
     #[arg(long, allow_negative_numbers = true)]
     max_valence: Option<f32>,
+    /// Only episodes of this action (edit, command, tool, task).
+    #[arg(long)]
+    action: Option<mnemo_protocol::agent::Action>,
+    /// Only episodes with this outcome (success, failure, partial).
+    #[arg(long)]
+    outcome: Option<mnemo_protocol::agent::Outcome>,
 }
 
 impl FilterArgs {
@@ -149,6 +155,8 @@ impl FilterArgs {
             emotion: self.emotion,
             min_valence: self.min_valence,
             max_valence: self.max_valence,
+            action: self.action,
+            outcome: self.outcome,
         }
     }
 }

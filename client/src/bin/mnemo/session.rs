@@ -218,6 +218,12 @@ pub struct ContextArgs {
     /// markdown or json (the package's text; --json prints the whole answer).
     #[arg(long)]
     format: Option<Format>,
+    /// A file about to be edited: warnings from its history join the package (repeatable).
+    #[arg(long = "file")]
+    files: Vec<String>,
+    /// A command about to run, for the same.
+    #[arg(long)]
+    command: Option<String>,
     /// Say why each item is in, and list what was left out.
     #[arg(long)]
     explain: bool,
@@ -237,6 +243,8 @@ pub async fn context(a: ContextArgs, socket: &Path, out: &Output) -> anyhow::Res
             format: a.format,
             namespace: a.namespace,
             cwd,
+            files: a.files,
+            command: a.command,
             explain: a.explain,
         })
         .await?;

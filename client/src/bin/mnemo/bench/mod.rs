@@ -22,6 +22,7 @@ use crate::formats::locomo;
 mod context;
 mod fuzz;
 mod load;
+mod triggers;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -84,6 +85,17 @@ enum BenchWhat {
         size: usize,
         #[arg(long, default_value_t = 100)]
         queries: usize,
+    },
+    /// The triggered layer: a scripted history of episodes (fragile and sound files and
+    /// commands) recorded in namespace `bench-triggers`, then `memory.triggers` latency and
+    /// the precision of its warnings.
+    Triggers {
+        #[arg(long, default_value_t = 10_000)]
+        episodes: usize,
+        #[arg(long, default_value_t = 1000)]
+        queries: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Hostile frames (wrong types, truncations, byte flips, deep nesting, batches): every
     /// reply must be proper JSON-RPC and mnemod must stay up. Adds memories in namespace `fuzz`.
@@ -158,6 +170,11 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             )
             .await
         }
+        BenchWhat::Triggers {
+            episodes,
+            queries,
+            seed,
+        } => triggers::run(socket, episodes, queries, seed).await,
         BenchWhat::Fuzz { frames, seed } => fuzz::fuzz(socket, frames, seed).await,
         BenchWhat::Load { clients, ops, seed } => load::load(socket, clients, ops, seed).await,
     }

@@ -3,6 +3,7 @@
 //! logs go to stderr. The handshake never waits on mnemod: the connection (and, when nothing
 //! answers, mnemod's start) happens beside it, and a call that finds no daemon is a tool error.
 
+mod agent_tools;
 mod link;
 mod model_tools;
 mod render;
@@ -98,7 +99,9 @@ pub async fn run(args: McpArgs, socket: &Path) -> anyhow::Result<()> {
     let link = Arc::new(Link::new(socket.to_path_buf(), !args.no_start));
     let server = MnemoServer {
         link: link.clone(),
-        tool_router: MnemoServer::tool_router() + MnemoServer::model_router(),
+        tool_router: MnemoServer::tool_router()
+            + MnemoServer::model_router()
+            + MnemoServer::agent_router(),
     };
     tokio::spawn(async move { link.warm().await });
     let service = server.serve(rmcp::transport::stdio()).await?;
