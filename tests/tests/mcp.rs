@@ -50,7 +50,7 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
         "whoami",
         "context",
         "record_episode",
-        "check_before_acting",
+        "warnings",
     ] {
         assert!(
             tool_names.iter().any(|n| n == wanted),
@@ -161,15 +161,9 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
     );
     assert_ne!(recorded["isError"], json!(true), "{recorded}");
     assert!(text.contains("app.py failed"), "{text}");
-    let (text, _) = mcp.call_text(
-        "check_before_acting",
-        json!({ "files": ["/srv/demo/app.py"] }),
-    );
+    let (text, _) = mcp.call_text("warnings", json!({ "files": ["/srv/demo/app.py"] }));
     assert!(text.contains("SyntaxError: invalid syntax"), "{text}");
-    let (text, _) = mcp.call_text(
-        "check_before_acting",
-        json!({ "files": ["/srv/demo/other.py"] }),
-    );
+    let (text, _) = mcp.call_text("warnings", json!({ "files": ["/srv/demo/other.py"] }));
     assert_eq!(text, "Nothing to warn about.");
     let (text, refused) = mcp.call_text(
         "record_episode",

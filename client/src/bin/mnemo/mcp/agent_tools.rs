@@ -1,5 +1,5 @@
 //! The tools for agents that act: `record_episode` (what an action did) and
-//! `check_before_acting` (the triggered layer: past failures on these files or this command,
+//! `warnings` (the triggered layer: past failures on these files or this command,
 //! what worked afterwards, learned procedures).
 
 use mnemo_protocol::agent::{
@@ -106,7 +106,7 @@ impl MnemoServer {
             open_world_hint = false
         )
     )]
-    async fn check_before_acting(&self, Parameters(a): Parameters<CheckArgs>) -> ToolResult {
+    async fn warnings(&self, Parameters(a): Parameters<CheckArgs>) -> ToolResult {
         let params = TriggersParams {
             files: a.files,
             command: a.command,
