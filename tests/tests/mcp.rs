@@ -117,6 +117,11 @@ async fn an_mcp_client_remembers_recalls_updates_and_forgets_through_the_bridge(
         text.contains("emojis") && text.contains("explicit"),
         "{text}"
     );
+    let last = mcp.step(json!({ "op": "read", "uri": "mnemo://sessions/last" }));
+    assert!(
+        last.to_string().contains("No session has ended yet"),
+        "{last}"
+    );
     let lately = mcp.step(json!({ "op": "read", "uri": "mnemo://summaries" }));
     assert!(
         lately.to_string().contains("no living summaries yet"),

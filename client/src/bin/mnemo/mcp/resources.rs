@@ -5,7 +5,7 @@
 use mnemo_protocol::belief::{IdentityGet, IdentityParams, PreferenceList, PreferenceListParams};
 use mnemo_protocol::entity;
 use mnemo_protocol::memory::{History, HistoryParams, List, ListParams};
-use mnemo_protocol::summary;
+use mnemo_protocol::{session, summary};
 use rmcp::model::{ErrorData, Resource, ResourceContents, ResourceTemplate};
 
 use super::link::Link;
@@ -15,6 +15,7 @@ pub const RECENT: &str = "mnemo://memories/recent";
 pub const ENTITIES: &str = "mnemo://entities";
 pub const IDENTITY: &str = "mnemo://identity";
 pub const LATELY: &str = "mnemo://summaries";
+pub const LAST_SESSION: &str = "mnemo://sessions/last";
 const MEMORY_PREFIX: &str = "mnemo://memory/";
 /// Memories the recent resource holds.
 const RECENT_COUNT: usize = 20;
@@ -45,6 +46,13 @@ pub fn list() -> Vec<Resource> {
             .with_description(
                 "The living summaries: commitments, people, projects, tensions, mood, \
                  narrative, goals and beliefs, as consolidation last wrote them.",
+            )
+            .with_mime_type("text/markdown"),
+        Resource::new(LAST_SESSION, "last session")
+            .with_title("The last session")
+            .with_description(
+                "The summary of the most recent session that ended: what it was about, who \
+                 it named, how it felt, what the user took on.",
             )
             .with_mime_type("text/markdown"),
     ]
@@ -130,6 +138,31 @@ pub async fn read(link: &Link, uri: &str) -> Result<ResourceContents, ErrorData>
             text.push_str(&format!("\n{note}\n"));
         }
         text
+    } else if uri == LAST_SESSION {
+        let page = link
+            .call::<session::List>(&session::ListParams {
+                active: Some(false),
+                limit: Some(1),
+                ..Default::default()
+            })
+            .await
+            .map_err(unavailable)?;
+        match page.sessions.first() {
+            Some(s) => {
+                let mut text = format!(
+                    "# The last session\n\n{} session, {} – {}, {} messages\n",
+                    s.kind,
+                    s.started_at,
+                    s.ended_at.as_deref().unwrap_or_default(),
+                    s.message_count
+                );
+                if let Some(summary) = &s.summary {
+                    text.push_str(&format!("\n{}\n", summary.text));
+                }
+                text
+            }
+            None => "# The last session\n\nNo session has ended yet.\n".into(),
+        }
     } else if let Some(id) = uri.strip_prefix(MEMORY_PREFIX).filter(|id| !id.is_empty()) {
         let params = HistoryParams { id: id.into() };
         let history = link
@@ -149,7 +182,7 @@ pub async fn read(link: &Link, uri: &str) -> Result<ResourceContents, ErrorData>
     } else {
         return Err(ErrorData::resource_not_found(
             format!(
-                "no resource at {uri}; mnemo serves {RECENT}, {ENTITIES}, {IDENTITY}, {LATELY} and {MEMORY_PREFIX}<id>"
+                "no resource at {uri}; mnemo serves {RECENT}, {ENTITIES}, {IDENTITY}, {LATELY}, {LAST_SESSION} and {MEMORY_PREFIX}<id>"
             ),
             None,
         ));
