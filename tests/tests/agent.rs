@@ -484,3 +484,46 @@ async fn the_triggered_layer_can_be_turned_off() {
     assert!(got.warnings.is_empty(), "{got:#?}");
     assert_eq!(got.episodes_known, 1);
 }
+
+#[tokio::test]
+async fn exported_episodes_warn_again_after_import() {
+    let from = Daemon::start();
+    let mut c = from.client().await;
+    let cwd = from.home.path().display().to_string();
+    record(
+        &mut c,
+        Action::Command,
+        "terraform apply",
+        Outcome::Failure,
+        Some("state lock held"),
+        &cwd,
+        "2026-11-20T09:00:00Z",
+    )
+    .await;
+    let file = from.home.path().join("export.jsonl");
+    let out = from.cli(&["export", file.to_str().unwrap()], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let to = Daemon::start();
+    let out = to.cli(&["import", file.to_str().unwrap()], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut c = to.client().await;
+    let got = triggers(
+        &mut c,
+        TriggersParams {
+            command: Some("terraform apply".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(got.warnings.len(), 1, "{got:#?}");
+    assert!(got.warnings[0].text.contains("state lock held"));
+}

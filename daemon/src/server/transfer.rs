@@ -58,6 +58,15 @@ async fn export(engine: Arc<State>, p: ExportParams) -> Result<ExportResult, Rpc
     })
 }
 
+/// Imported episodes join the triggered layer's index at once.
 async fn import(engine: Arc<State>, p: ImportParams) -> Result<ImportResult, RpcError> {
-    engine.ingest.import(p.records).await.map_err(rpc_error)
+    let episodes = p
+        .records
+        .iter()
+        .any(|r| matches!(r, Record::Memory(m) if m.action.is_some()));
+    let result = engine.ingest.import(p.records).await.map_err(rpc_error)?;
+    if episodes {
+        engine.agent.load().await.map_err(store_error)?;
+    }
+    Ok(result)
 }
