@@ -32,6 +32,7 @@ use crate::shutdown::Shutdown;
 use crate::status::Health;
 use crate::store::{self, KeySettings, Store};
 use crate::usermodel::UserModel;
+use crate::watch::Watch;
 use mnemo_protocol::daemon::EncryptionMode;
 
 pub struct RunOptions {
@@ -156,6 +157,13 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         last: Default::default(),
     });
     let reembed = Arc::new(ReembedProgress::default());
+    let (watch, watchers) = Watch::start(
+        &config.watch,
+        ingest.clone(),
+        store.clone(),
+        consolidation.activity.watch(),
+        shutdown.clone(),
+    );
     let state = Arc::new(State {
         limits: Limits {
             max_frame_bytes: config.max_frame_bytes,
@@ -170,6 +178,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         usermodel: usermodel.clone(),
         sessions: sessions.clone(),
         agent: agent.clone(),
+        watch,
         context,
         living: living.clone(),
         store: store.clone(),
@@ -264,6 +273,10 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
 
     readiness::stopping();
     reembedding.abort();
+    // A note being taken in finishes its write; the rest waits for the next start's scan.
+    for watcher in watchers {
+        let _ = tokio::time::timeout(Duration::from_secs(2), watcher).await;
+    }
     // The sampler writes the snapshots it still holds, then ends.
     let _ = tokio::time::timeout(Duration::from_millis(800), hardware).await;
     // A run in progress records itself as interrupted, to resume after the restart.

@@ -1,7 +1,7 @@
 //! mnemod's engine. Modules follow ARCHITECTURE.md §2. Data flows one way: `server` ->
 //! `ingest` / `recall` -> (`understand`, `embed`, `access`) -> `store`; the background
-//! components (`hardware`, `consolidate`, index maintenance in `store`, re-embedding in
-//! `embed`) depend on `store`, `embed` and the event bus, never on the server or each other.
+//! components (`hardware`, `consolidate`, `watch`, index maintenance in `store`,
+//! re-embedding in `embed`) depend on `store`, `embed` and the event bus, never on the server or each other.
 //! `daemon` builds them all and gives each only the handles it uses.
 
 mod access;
@@ -34,6 +34,7 @@ mod store;
 #[doc(hidden)]
 pub mod understand;
 mod usermodel;
+mod watch;
 
 /// For `main`: the socket-activation descriptor, read before the runtime starts.
 pub use server::activation_fd;

@@ -52,6 +52,30 @@ pub struct StatusResult {
     /// The accounting of the last context package built, when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_context: Option<LastContext>,
+    /// The notes folders the config names (`[[watch]]`), each with its scan's progress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watch: Vec<WatchedFolder>,
+}
+
+/// One notes folder mnemod keeps remembered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchedFolder {
+    pub path: String,
+    pub namespace: String,
+    /// `scanning` (the first pass over every file), `watching`, or `failed` (see `error`).
+    pub state: String,
+    /// Notes read so far in this scan, and how many the scan found (progress).
+    pub scanned: u64,
+    pub files: u64,
+    /// Current memories that come from the folder's notes.
+    pub memories: u64,
+    /// Files left out (symlinks out of the folder, binary, over the size limit, unreadable).
+    pub skipped: u64,
+    /// When the last change was taken in (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_change: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What the last `context.build` made: its budget and each tier's share of it.

@@ -15,6 +15,7 @@ pub mod jsonrpc;
 #[cfg(feature = "manpage")]
 pub mod manpage;
 pub mod memory;
+pub mod notes;
 pub mod paths;
 pub mod project;
 pub mod session;

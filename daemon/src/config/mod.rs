@@ -12,10 +12,12 @@ mod agent;
 mod background;
 mod context;
 mod salience;
+mod watch;
 pub use agent::{AgentConfig, AutomaticSource, TriggeredSource};
 pub use background::{parse_schedule, ConsolidateConfig, HardwareConfig, LlmConfig, ProcessRule};
 pub use context::{ContextConfig, ProfileConfig, SessionsConfig, TierShares, TokenizerKind};
 pub use salience::SalienceConfig;
+pub use watch::WatchConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -57,6 +59,8 @@ pub struct Config {
     /// The optional chat endpoint consolidation writes summaries with.
     pub llm: LlmConfig,
     pub security: SecurityConfig,
+    /// Notes folders kept remembered (`[[watch]]`, one table per folder).
+    pub watch: Vec<WatchConfig>,
 }
 
 /// The user model (`[usermodel]`).
@@ -225,6 +229,7 @@ impl Default for Config {
             consolidate: Default::default(),
             llm: Default::default(),
             security: Default::default(),
+            watch: Vec::new(),
         }
     }
 }
@@ -316,6 +321,9 @@ impl Config {
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
         config.apply(overrides);
+        for w in &mut config.watch {
+            w.expand_home();
+        }
         config.validate()?;
         config.security.key_file = Some(key_file_beside(&path, config.security.key_file.take()));
         Ok(config)
@@ -362,6 +370,9 @@ impl Config {
         self.consolidate.validate().map_err(ConfigError::Invalid)?;
         self.context.validate().map_err(ConfigError::Invalid)?;
         self.agent.validate().map_err(ConfigError::Invalid)?;
+        for w in &self.watch {
+            w.validate().map_err(ConfigError::Invalid)?;
+        }
         let search = &self.search;
         self.salience.validate().map_err(ConfigError::Invalid)?;
         let weights = [

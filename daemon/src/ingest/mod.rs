@@ -321,6 +321,16 @@ impl Ingest {
     }
 
     pub async fn update(&self, p: UpdateParams) -> Result<MemoryRecord> {
+        self.update_shaped(p, |_| {}).await
+    }
+
+    /// [`Ingest::update`], with `shape` setting what the params cannot say (a watched note's
+    /// new source after a rename) on the new version.
+    pub async fn update_shaped(
+        &self,
+        p: UpdateParams,
+        shape: impl FnOnce(&mut MemoryRecord),
+    ) -> Result<MemoryRecord> {
         if let Some(c) = &p.content {
             validate_content(c).map_err(Error::Invalid)?;
         }
@@ -377,6 +387,7 @@ impl Ingest {
         if let Some(s) = p.salience {
             new.salience = s;
         }
+        shape(&mut new);
         let mut mentions = None;
         if new.content != old.content || occurred_at.is_some() || p.salience.is_some() {
             // A new time re-resolves "yesterday"; a given salience drops the factors.

@@ -111,6 +111,7 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
         encryption: engine.store.encryption_status(),
         active_sessions: engine.sessions.active(),
         last_context: engine.context.last(),
+        watch: engine.watch.status(),
     })
 }
 

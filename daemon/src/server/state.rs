@@ -41,6 +41,7 @@ pub struct State {
     pub usermodel: Arc<UserModel>,
     pub sessions: Arc<Sessions>,
     pub agent: Arc<Agent>,
+    pub watch: Arc<crate::watch::Watch>,
     pub context: Arc<ContextBuilder>,
     pub living: Arc<Living>,
     pub store: Arc<Store>,

@@ -228,6 +228,9 @@ fn draw_memory(frame: &mut Frame, area: Rect, app: &App) {
                 format!("re-embedding {}/{} with {}", r.done, r.total, r.model).cyan(),
             ));
         }
+        for w in &s.watch {
+            lines.push(watched_folder(w));
+        }
         let e = &s.encryption;
         lines.push(match e.mode {
             EncryptionMode::On => Line::from("encrypted at rest"),
@@ -257,6 +260,27 @@ fn draw_memory(frame: &mut Frame, area: Rect, app: &App) {
             .block(titled("Memory")),
         area,
     );
+}
+
+/// A notes folder: its first scan's progress, what it holds, or why it is not followed.
+fn watched_folder(w: &mnemo_protocol::daemon::WatchedFolder) -> Line<'static> {
+    match w.state.as_str() {
+        "scanning" => {
+            Line::from(format!("notes {}: scanning {}/{}", w.path, w.scanned, w.files).cyan())
+        }
+        "failed" => Line::from(
+            format!(
+                "notes {}: {}",
+                w.path,
+                w.error.as_deref().unwrap_or("failed")
+            )
+            .yellow(),
+        ),
+        _ => Line::from(format!(
+            "notes {}: {} memories from {} files",
+            w.path, w.memories, w.files
+        )),
+    }
 }
 
 /// The adaptive budget, the sessions open now, and how the last package used its budget.
@@ -466,7 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn re_embedding_progress_is_shown() {
+    fn re_embedding_encryption_and_notes_scan_progress_are_shown() {
         let mut app = connected();
         let status = serde_json::from_value(serde_json::json!({
             "pid": 1, "uptime_secs": 1.0, "version": "0", "protocol_version": 1,
@@ -475,11 +499,22 @@ mod tests {
             "memories": {"total": 42, "by_kind": {"episodic": 42}},
             "counters": {"memories_added": 3, "searches": 1},
             "reembed": {"model": "minilm:all-MiniLM-L6-v2", "done": 10, "total": 42},
-            "encryption": {"mode": "converting", "done": 7, "total": 42}
+            "encryption": {"mode": "converting", "done": 7, "total": 42},
+            "watch": [
+                {"path": "/home/me/notes", "namespace": "default", "state": "scanning",
+                 "scanned": 120, "files": 2000, "memories": 900, "skipped": 1},
+                {"path": "/gone", "namespace": "default", "state": "failed", "scanned": 0,
+                 "files": 0, "memories": 0, "skipped": 0, "error": "/gone: not found"}
+            ]
         }))
         .unwrap();
         app.apply(Update::Status(Box::new(status)));
         let screen = render(&app, 100, 30);
+        assert!(
+            screen.contains("notes /home/me/notes: scanning 120/2000"),
+            "{screen}"
+        );
+        assert!(screen.contains("notes /gone: /gone: not found"), "{screen}");
         assert!(screen.contains("re-embedding 10/42"), "{screen}");
         assert!(screen.contains("encrypting 7/42"), "{screen}");
     }

@@ -62,6 +62,18 @@ impl Output {
                     r.done, r.total, r.model
                 ));
             }
+            for w in &s.watch {
+                let what = match w.state.as_str() {
+                    "scanning" => format!("scanning {}/{} notes", w.scanned, w.files),
+                    "failed" => format!("FAILED: {}", w.error.as_deref().unwrap_or("?")),
+                    state => format!("{state}: {} memories from {} notes", w.memories, w.files),
+                };
+                let skipped = match w.skipped {
+                    0 => String::new(),
+                    n => format!(", {n} files skipped (see mnemod's log)"),
+                };
+                lines.push(format!("  notes      {} → {}: {what}{skipped}", w.path, w.namespace));
+            }
             if s.degraded() {
                 lines
                     .push("  (degraded: see the lines marked above for why and what to do)".into());

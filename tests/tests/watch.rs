@@ -1,0 +1,233 @@
+//! A watched notes folder end to end through the real daemon: the first scan remembers what
+//! is there (and leaves out what is not a note), then the memories follow each change — a
+//! new file, one edited paragraph, a rename, a delete — and a restart catches up on what
+//! changed while mnemod was down.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mnemo_client::Client;
+use mnemo_protocol::daemon::{Status, WatchedFolder};
+use mnemo_protocol::memory::*;
+use mnemo_protocol::NoParams;
+use mnemo_tests::{wait_for, Daemon, Embedder};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn listed(c: &mut Client, source: Option<String>) -> Vec<Memory> {
+    c.call::<List>(&ListParams {
+        filter: Filter {
+            namespace: Some("notes".into()),
+            source,
+            ..Default::default()
+        },
+        limit: Some(1000),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .memories
+}
+
+async fn of_note(c: &mut Client, path: &Path) -> Vec<Memory> {
+    listed(c, Some(format!("file:{}", path.display()))).await
+}
+
+async fn folder_status(c: &mut Client) -> WatchedFolder {
+    let status = c.call::<Status>(&NoParams {}).await.unwrap();
+    status.watch.into_iter().next().expect("one watched folder")
+}
+
+/// Waits until the note at `path` holds memories with exactly these texts.
+async fn wait_note(daemon: &Daemon, path: &Path, texts: &[&str]) -> Vec<Memory> {
+    let mut want: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    want.sort();
+    wait_for(
+        WAIT,
+        &format!("{} to hold {want:?}", path.display()),
+        || async {
+            let mut c = daemon.client().await;
+            let found = of_note(&mut c, path).await;
+            let mut have: Vec<String> = found.iter().map(|m| m.content.clone()).collect();
+            have.sort();
+            (have == want).then_some(found)
+        },
+    )
+    .await
+}
+
+fn config(dir: &Path) -> String {
+    format!(
+        "[consolidate]\nenabled = false\n\n[[watch]]\npath = \"{}\"\nnamespace = \"notes\"\ndebounce_ms = 100\n",
+        dir.display()
+    )
+}
+
+#[tokio::test]
+async fn a_watched_folder_is_remembered_and_its_memories_follow_every_change() {
+    let notes = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root: PathBuf = notes.path().canonicalize().unwrap();
+    let a = root.join("plans.md");
+    std::fs::write(
+        &a,
+        "---\ntags: [life]\n---\n# Plans\nShip the parser on Friday.\n\nCall Maria about the trip.\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("photo.md"), b"\x89PNG\0\0binary").unwrap();
+    std::fs::write(outside.path().join("secret.md"), "Not in the folder.\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.md"), root.join("link.md")).unwrap();
+
+    let mut daemon = Daemon::start_configured(Embedder::Hashed, &config(&root), &[]);
+    let mut c = daemon.client().await;
+    let first = wait_note(
+        &daemon,
+        &a,
+        &["Ship the parser on Friday.", "Call Maria about the trip."],
+    )
+    .await;
+    let folder = wait_for(WAIT, "the first scan to end", || async {
+        let s = folder_status(&mut daemon.client().await).await;
+        (s.state == "watching").then_some(s)
+    })
+    .await;
+    assert_eq!((folder.files, folder.memories, folder.skipped), (1, 2, 2));
+    let shown = daemon.cli(&["status"], "");
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("watching: 2 memories from 1 notes, 2 files skipped"),
+        "{shown}"
+    );
+    assert_eq!(
+        listed(&mut c, None).await.len(),
+        2,
+        "no memory from the skipped files"
+    );
+    let ship = first
+        .iter()
+        .find(|m| m.content.starts_with("Ship"))
+        .unwrap();
+    assert_eq!(ship.tags, vec!["life"]);
+    assert_eq!(ship.metadata["heading"], "Plans");
+    assert_eq!(ship.metadata["anchor"], "plans");
+
+    // A new note.
+    let b = root.join("sub").join("shopping.md");
+    std::fs::create_dir_all(b.parent().unwrap()).unwrap();
+    std::fs::write(&b, "Buy oat milk. #errands\n").unwrap();
+    let shopping = wait_note(&daemon, &b, &["Buy oat milk. #errands"]).await;
+    assert_eq!(shopping[0].tags, vec!["errands"]);
+
+    // One paragraph edited: that memory is superseded, the other is untouched.
+    std::fs::write(
+        &a,
+        "---\ntags: [life]\n---\n# Plans\nShip the parser on Friday.\n\nCall Maria about the trip to Lisbon.\n",
+    )
+    .unwrap();
+    let edited = wait_note(
+        &daemon,
+        &a,
+        &[
+            "Ship the parser on Friday.",
+            "Call Maria about the trip to Lisbon.",
+        ],
+    )
+    .await;
+    let kept = edited
+        .iter()
+        .find(|m| m.content.starts_with("Ship"))
+        .unwrap();
+    assert_eq!(
+        kept.id, ship.id,
+        "the unchanged paragraph is the same version"
+    );
+    let call = edited
+        .iter()
+        .find(|m| m.content.starts_with("Call"))
+        .unwrap();
+    let history = c
+        .call::<History>(&HistoryParams {
+            id: call.id.clone(),
+        })
+        .await
+        .unwrap();
+    let texts: Vec<&str> = history
+        .versions
+        .iter()
+        .map(|v| v.content.as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        vec![
+            "Call Maria about the trip.",
+            "Call Maria about the trip to Lisbon."
+        ]
+    );
+
+    // Renamed: the memories move (same lineages), nothing is forgotten and added again.
+    let renamed = root.join("trip-plans.md");
+    std::fs::rename(&a, &renamed).unwrap();
+    let moved = wait_note(
+        &daemon,
+        &renamed,
+        &[
+            "Ship the parser on Friday.",
+            "Call Maria about the trip to Lisbon.",
+        ],
+    )
+    .await;
+    assert!(of_note(&mut c, &a).await.is_empty());
+    let mut before: Vec<&str> = edited.iter().map(|m| m.lineage.as_str()).collect();
+    let mut after: Vec<&str> = moved.iter().map(|m| m.lineage.as_str()).collect();
+    before.sort();
+    after.sort();
+    assert_eq!(before, after);
+
+    // Deleted: its memories are forgotten, every version.
+    std::fs::remove_file(&renamed).unwrap();
+    wait_note(&daemon, &renamed, &[]).await;
+    let history = c
+        .call::<History>(&HistoryParams {
+            id: call.id.clone(),
+        })
+        .await;
+    assert!(
+        history.is_err(),
+        "a deleted note's old versions are gone too"
+    );
+    assert_eq!(listed(&mut c, None).await.len(), 1);
+
+    // Changed while mnemod was down: the next start's scan catches up.
+    daemon.stop();
+    std::fs::remove_file(&b).unwrap();
+    let c_note = root.join("2024-05-01-standup.md");
+    std::fs::write(&c_note, "Demoed the dashboard.\n").unwrap();
+    daemon.restart();
+    let standup = wait_note(&daemon, &c_note, &["Demoed the dashboard."]).await;
+    assert!(standup[0]
+        .occurred_at
+        .as_deref()
+        .is_some_and(|t| t.starts_with("2024-05-01")));
+    wait_note(&daemon, &b, &[]).await;
+}
+
+#[tokio::test]
+async fn a_missing_folder_is_reported_not_fatal() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("not-yet");
+    let daemon = Daemon::start_configured(Embedder::Hashed, &config(&missing), &[]);
+    let mut c = daemon.client().await;
+    let folder = wait_for(WAIT, "the folder to be reported", || async {
+        let s = folder_status(&mut daemon.client().await).await;
+        (s.state == "failed").then_some(s)
+    })
+    .await;
+    assert!(folder.error.unwrap().contains("not-yet"));
+    // mnemod serves on.
+    c.call::<Add>(&AddParams {
+        content: "still here".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+}
