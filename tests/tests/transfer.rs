@@ -162,6 +162,106 @@ async fn an_export_imported_into_an_empty_store_gives_the_same_memories_history_
     );
 }
 
+/// What the user model and the sessions hold, as JSON (each list in its own order).
+async fn model_and_sessions(c: &mut Client) -> Vec<Value> {
+    use mnemo_protocol::{belief, session};
+    let beliefs = c
+        .call::<belief::List>(&belief::ListParams {
+            all: true,
+            limit: Some(100),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let preferences = c
+        .call::<belief::PreferenceList>(&belief::PreferenceListParams {
+            all: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let sessions = c
+        .call::<session::List>(&session::ListParams::default())
+        .await
+        .unwrap();
+    vec![
+        serde_json::to_value(beliefs.beliefs).unwrap(),
+        serde_json::to_value(preferences.beliefs).unwrap(),
+        serde_json::to_value(sessions.sessions).unwrap(),
+    ]
+}
+
+#[tokio::test]
+async fn beliefs_preferences_and_sessions_come_back_with_the_memories() {
+    use mnemo_protocol::{belief, session};
+    let source = Daemon::start();
+    let mut c = source.client().await;
+    for value in ["green", "jasmine"] {
+        c.call::<belief::PreferenceSet>(&belief::PreferenceSetParams {
+            domain: "food".into(),
+            key: "tea".into(),
+            value: value.into(),
+            namespace: None,
+        })
+        .await
+        .unwrap();
+    }
+    add(&mut c, "I live in Porto.", None, None).await;
+    add(&mut c, "I moved to Lisbon last year.", None, None).await;
+    let opened = c
+        .call::<session::Start>(&session::StartParams {
+            source: Some("test".into()),
+            cwd: Some(source.home.path().display().to_string()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .session;
+    for said in [
+        "We fixed the login bug today.",
+        "Next we write the release notes.",
+    ] {
+        c.call::<session::SendMessage>(&session::MessageParams {
+            session_id: opened.id.clone(),
+            role: session::Role::User,
+            content: said.into(),
+            metadata: None,
+            occurred_at: None,
+        })
+        .await
+        .unwrap();
+    }
+    c.call::<session::End>(&session::EndParams {
+        session_id: opened.id.clone(),
+    })
+    .await
+    .unwrap();
+    let before = model_and_sessions(&mut c).await;
+    assert!(before[0].as_array().unwrap().len() >= 2, "{before:?}");
+    assert_eq!(before[1].as_array().unwrap().len(), 2, "both tea versions");
+    assert!(before[2][0]["summary"]["text"].is_string(), "{before:?}");
+
+    let file = source.home.path().join("all.jsonl");
+    let file_arg = file.to_str().unwrap();
+    cli_json(&source, &["export", file_arg, "--json"]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let count = |kind: &str| {
+        text.lines()
+            .filter(|l| serde_json::from_str::<Value>(l).unwrap()["type"] == kind)
+            .count()
+    };
+    assert_eq!(count("session"), 1);
+    assert!(count("belief") >= 4, "{text}");
+
+    let target = Daemon::start();
+    let imported = cli_json(&target, &["import", file_arg, "--json"]);
+    assert_eq!(imported["rejected"], serde_json::json!([]));
+    let mut t = target.client().await;
+    assert_eq!(model_and_sessions(&mut t).await, before);
+    let again = cli_json(&target, &["import", file_arg, "--json"]);
+    assert_eq!(again["added"], 0, "{again}");
+}
+
 #[tokio::test]
 async fn malformed_lines_are_reported_by_number_and_skipped_or_stop_a_strict_import() {
     let source = Daemon::start();

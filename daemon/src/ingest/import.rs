@@ -55,7 +55,8 @@ fn imported_record(m: &Memory) -> std::result::Result<MemoryRecord, String> {
 }
 
 impl Ingest {
-    pub async fn import(&self, records: Vec<Record>) -> Result<ImportResult> {
+    /// The memory records among `records` (the rest are other components').
+    pub async fn import(&self, records: &[Record]) -> Result<ImportResult> {
         if records.len() > MAX_TRANSFER_RECORDS {
             return Err(Error::invalid(format!(
                 "{} records; the limit is {MAX_TRANSFER_RECORDS} per import call",
@@ -64,11 +65,14 @@ impl Ingest {
         }
         let mut rows = Vec::with_capacity(records.len());
         for (i, record) in records.iter().enumerate() {
-            let Record::Memory(m) = record;
+            let Record::Memory(m) = record else {
+                continue;
+            };
             let row = imported_record(m)
                 .map_err(|e| Error::invalid(format!("records[{i}]: {e}; nothing was imported")))?;
             rows.push(row);
         }
+        let given = rows.len();
         let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
         let stored: std::collections::HashSet<String> = self
             .store
@@ -79,7 +83,7 @@ impl Ingest {
             .collect();
         let mut seen = std::collections::HashSet::new();
         rows.retain(|r| !stored.contains(&r.id) && seen.insert(r.id.clone()));
-        let skipped = (records.len() - rows.len()) as u64;
+        let skipped = (given - rows.len()) as u64;
         if rows.is_empty() {
             return Ok(ImportResult { added: 0, skipped });
         }

@@ -1,10 +1,11 @@
-//! Handlers of `memory.export` (every version, page by page) and `memory.import`.
+//! Handlers of `memory.export` (every version of the memories, then the beliefs and the
+//! sessions, page by page) and `memory.import`.
 
 use std::sync::Arc;
 
 use mnemo_protocol::memory::{Filter, MAX_LABEL_BYTES};
 use mnemo_protocol::transfer::{
-    Export, ExportParams, ExportResult, Import, ImportParams, ImportResult, Record,
+    Export, ExportParams, ExportPart, ExportResult, Import, ImportParams, ImportResult, Record,
     MAX_TRANSFER_RECORDS,
 };
 use mnemo_protocol::RpcError;
@@ -12,6 +13,7 @@ use mnemo_protocol::RpcError;
 use super::router::Router;
 use super::state::memory_page;
 use super::state::{rpc_error, store_error, State};
+use crate::paging::Page;
 use crate::store::filter::predicate_all_versions;
 
 /// Versions one export page holds unless asked otherwise.
@@ -37,6 +39,24 @@ async fn export(engine: Arc<State>, p: ExportParams) -> Result<ExportResult, Rpc
             "namespace is over {MAX_LABEL_BYTES} bytes"
         )));
     }
+    let part = p.part.unwrap_or_default();
+    if part != ExportPart::Memories {
+        let namespace = p.namespace.as_deref();
+        let records = match part {
+            ExportPart::Beliefs => engine.usermodel.exported(namespace),
+            _ => engine.sessions.exported(namespace),
+        };
+        let total = records.len() as u64;
+        let page = Page::new(Some(limit), MAX_TRANSFER_RECORDS, p.cursor.as_deref())
+            .map_err(RpcError::invalid_params)?;
+        let first = p.cursor.is_none();
+        let (records, next_cursor) = page.of(records);
+        return Ok(ExportResult {
+            records,
+            next_cursor,
+            total: first.then_some(total),
+        });
+    }
     let filter = Filter {
         namespace: p.namespace,
         ..Default::default()
@@ -58,15 +78,29 @@ async fn export(engine: Arc<State>, p: ExportParams) -> Result<ExportResult, Rpc
     })
 }
 
-/// Imported episodes join the triggered layer's index at once.
+/// Memories, beliefs and sessions each go to their component. Imported episodes join the
+/// triggered layer's index at once.
 async fn import(engine: Arc<State>, p: ImportParams) -> Result<ImportResult, RpcError> {
     let episodes = p
         .records
         .iter()
         .any(|r| matches!(r, Record::Memory(m) if m.action.is_some()));
-    let result = engine.ingest.import(p.records).await.map_err(rpc_error)?;
+    let memories = engine.ingest.import(&p.records).await.map_err(rpc_error)?;
+    let beliefs = engine
+        .usermodel
+        .import(&p.records)
+        .await
+        .map_err(rpc_error)?;
+    let sessions = engine
+        .sessions
+        .import(&p.records)
+        .await
+        .map_err(rpc_error)?;
     if episodes {
         engine.agent.load().await.map_err(store_error)?;
     }
-    Ok(result)
+    Ok(ImportResult {
+        added: memories.added + beliefs.added + sessions.added,
+        skipped: memories.skipped + beliefs.skipped + sessions.skipped,
+    })
 }

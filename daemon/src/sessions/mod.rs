@@ -8,6 +8,7 @@
 
 mod book;
 pub mod summary;
+mod transfer;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

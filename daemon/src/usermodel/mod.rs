@@ -7,6 +7,7 @@
 mod identity;
 mod policy;
 pub mod projects;
+mod transfer;
 pub mod views;
 
 use std::collections::{HashMap, HashSet};

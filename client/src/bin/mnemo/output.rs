@@ -72,7 +72,10 @@ impl Output {
                     0 => String::new(),
                     n => format!(", {n} files skipped (see mnemod's log)"),
                 };
-                lines.push(format!("  notes      {} → {}: {what}{skipped}", w.path, w.namespace));
+                lines.push(format!(
+                    "  notes      {} → {}: {what}{skipped}",
+                    w.path, w.namespace
+                ));
             }
             if s.degraded() {
                 lines

@@ -50,7 +50,7 @@ pub fn detect(path: &Path) -> anyhow::Result<Format> {
         .ok()
         .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string));
     Ok(match kind.as_deref() {
-        Some("memory") => Format::Mnemo,
+        Some("memory" | "belief" | "session") => Format::Mnemo,
         Some("entity" | "relation") => Format::McpMemory,
         _ if first.starts_with('[') && head.contains("\"mapping\"") => Format::Chatgpt,
         _ if first.starts_with('[') && head.contains("\"chat_messages\"") => Format::Claude,

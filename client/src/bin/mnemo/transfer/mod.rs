@@ -1,5 +1,5 @@
-//! `mnemo export` and `mnemo import`: a store's memories to mnemo's JSONL format (one record
-//! per line, every version) and back, streamed page by page with a progress bar, so a file of
+//! `mnemo export` and `mnemo import`: a store's memories, beliefs and sessions to mnemo's
+//! JSONL format (one record per line, every version) and back, streamed page by page with a progress bar, so a file of
 //! any size never sits in memory whole; and other tools' files (see `formats`) brought in as
 //! new memories.
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use mnemo_client::Client;
-use mnemo_protocol::transfer::{Export, ExportParams, Record};
+use mnemo_protocol::transfer::{Export, ExportParams, ExportPart, Record};
 
 use crate::connect;
 use crate::formats::{markdown, Format};
@@ -53,17 +53,25 @@ fn progress_bar(json: bool) -> bool {
     std::io::stderr().is_terminal() && !json
 }
 
-/// Every page of `memory.export`, each handed to `each` as it arrives.
+/// Every page of `memory.export` of one part (memories, beliefs or sessions), each handed to
+/// `each` as it arrives.
 async fn export_pages(
     client: &mut Client,
+    part: ExportPart,
     namespace: Option<String>,
     bar: bool,
     mut each: impl FnMut(&[Record]) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let mut params = ExportParams {
+        part: Some(part),
         namespace,
         limit: None,
         cursor: None,
+    };
+    let label = match part {
+        ExportPart::Memories => "exporting memories",
+        ExportPart::Beliefs => "exporting beliefs",
+        ExportPart::Sessions => "exporting sessions",
     };
     let (mut seen, mut total) = (0u64, 0u64);
     loop {
@@ -72,7 +80,7 @@ async fn export_pages(
         each(&page.records)?;
         seen += page.records.len() as u64;
         if bar {
-            draw_progress("exporting", seen, total);
+            draw_progress(label, seen, total);
         }
         match page.next_cursor {
             Some(cursor) => params.cursor = Some(cursor),
@@ -98,31 +106,41 @@ async fn export_markdown(
     let mut files: std::collections::HashMap<String, std::io::BufWriter<std::fs::File>> =
         Default::default();
     let mut written = 0u64;
-    export_pages(client, args.namespace, progress_bar(out.json), |records| {
-        for Record::Memory(m) in records {
-            if m.valid_to.is_some() {
-                continue;
-            }
-            let name = markdown::file_of(m);
-            if !files.contains_key(&name) {
-                let path = dir.join(&name);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let bar = progress_bar(out.json);
+    export_pages(
+        client,
+        ExportPart::Memories,
+        args.namespace,
+        bar,
+        |records| {
+            for record in records {
+                let Record::Memory(m) = record else {
+                    continue;
+                };
+                if m.valid_to.is_some() {
+                    continue;
                 }
-                let mut file = std::io::BufWriter::new(
-                    std::fs::File::create(&path)
-                        .with_context(|| format!("cannot create {}", path.display()))?,
-                );
-                file.write_all(markdown::header(m).as_bytes())?;
-                files.insert(name.clone(), file);
+                let name = markdown::file_of(m);
+                if !files.contains_key(&name) {
+                    let path = dir.join(&name);
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("cannot create {}", parent.display()))?;
+                    }
+                    let mut file = std::io::BufWriter::new(
+                        std::fs::File::create(&path)
+                            .with_context(|| format!("cannot create {}", path.display()))?,
+                    );
+                    file.write_all(markdown::header(m).as_bytes())?;
+                    files.insert(name.clone(), file);
+                }
+                let file = files.get_mut(&name).expect("opened above");
+                file.write_all(markdown::section(m).as_bytes())?;
+                written += 1;
             }
-            let file = files.get_mut(&name).expect("opened above");
-            file.write_all(markdown::section(m).as_bytes())?;
-            written += 1;
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .await?;
     for file in files.values_mut() {
         file.flush()?;
@@ -158,14 +176,18 @@ pub async fn export(args: ExportArgs, socket: &Path, out: &Output) -> anyhow::Re
         (Box::new(std::io::BufWriter::new(file)), Some(partial))
     };
     let bar = !to_stdout && progress_bar(out.json);
-    let written = export_pages(&mut client, args.namespace.clone(), bar, |records| {
-        for record in records {
-            serde_json::to_writer(&mut sink, record)?;
-            sink.write_all(b"\n")?;
-        }
-        Ok(())
-    })
-    .await?;
+    let mut written = 0;
+    for part in ExportPart::ALL {
+        let namespace = args.namespace.clone();
+        written += export_pages(&mut client, part, namespace, bar, |records| {
+            for record in records {
+                serde_json::to_writer(&mut sink, record)?;
+                sink.write_all(b"\n")?;
+            }
+            Ok(())
+        })
+        .await?;
+    }
     sink.flush()?;
     drop(sink);
     if let (Some(partial), Some(target)) = (partial, &args.file) {
@@ -173,7 +195,12 @@ pub async fn export(args: ExportArgs, socket: &Path, out: &Output) -> anyhow::Re
             .with_context(|| format!("cannot move the export to {}", target.display()))?;
         out.value(
             &serde_json::json!({ "file": target, "records": written }),
-            || format!("exported {written} memory versions to {}", target.display()),
+            || {
+                format!(
+                    "exported {written} records (memory and belief versions, sessions) to {}",
+                    target.display()
+                )
+            },
         );
     }
     Ok(())
