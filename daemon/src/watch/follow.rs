@@ -23,6 +23,9 @@ use crate::store::{col, MemoryRecord, Store, StoreError};
 
 /// A first scan's next note waits until this long after the last request.
 const QUIET: Duration = Duration::from_millis(200);
+/// New notes are added together once they hold this many paragraphs: a few commits for a
+/// folder instead of one per note, and still a short hold on the embedder.
+const FRESH_BATCH: usize = 64;
 /// How often a folder that does not exist (yet) is looked for again.
 const RETRY: Duration = Duration::from_secs(10);
 
@@ -58,6 +61,8 @@ pub struct Follower {
     notes: BTreeMap<PathBuf, Vec<Owned>>,
     /// The notes there are now (some hold no paragraph).
     files: BTreeSet<PathBuf>,
+    /// Notes never seen before, waiting to be added together.
+    fresh: Vec<(PathBuf, Vec<AddParams>)>,
 }
 
 fn heading_of(item: &AddParams) -> String {
@@ -118,6 +123,7 @@ impl Follower {
             shutdown,
             notes: BTreeMap::new(),
             files: BTreeSet::new(),
+            fresh: Vec::new(),
         }
     }
 
@@ -258,6 +264,7 @@ impl Follower {
                 s.memories = memories;
             });
         }
+        self.add_fresh().await?;
         self.forget_notes(vanished).await?;
         let (files, memories) = (self.files.len() as u64, self.memories());
         self.set(|s| {
@@ -340,6 +347,7 @@ impl Follower {
         for path in &touched {
             self.sync(folder, path, &mut vanished).await?;
         }
+        self.add_fresh().await?;
         self.forget_notes(vanished).await?;
         let (files, memories) = (self.files.len() as u64, self.memories());
         self.set(|s| {
@@ -395,6 +403,13 @@ impl Follower {
                 }
             }
         };
+        if old.is_empty() {
+            self.fresh.push((path.to_path_buf(), items));
+            if self.fresh.iter().map(|(_, i)| i.len()).sum::<usize>() >= FRESH_BATCH {
+                self.add_fresh().await?;
+            }
+            return Ok(());
+        }
         let plan = plan::plan(&old, &paragraphs, &path.display().to_string());
         let mut now: Vec<Owned> = plan.keep.iter().map(|(o, _)| old[*o].clone()).collect();
         let mut add = plan.add.clone();
@@ -433,6 +448,31 @@ impl Follower {
         now.retain(|m| seen.insert(m.id.clone()));
         if !now.is_empty() {
             self.notes.insert(path.to_path_buf(), now);
+        }
+        Ok(())
+    }
+
+    /// Adds the new notes waiting, in batches, and records which memories are theirs.
+    async fn add_fresh(&mut self) -> Result<(), Stop> {
+        let fresh = std::mem::take(&mut self.fresh);
+        let items: Vec<AddParams> = fresh.iter().flat_map(|(_, i)| i.iter().cloned()).collect();
+        let mut records = Vec::with_capacity(items.len());
+        for batch in items.chunks(MAX_BATCH_ITEMS) {
+            records.extend(self.ingest.add(batch.to_vec(), true).await?);
+        }
+        let mut records = records.into_iter();
+        for (path, items) in fresh {
+            let mut now: Vec<Owned> = Vec::new();
+            for item in &items {
+                let record = records.next().expect("add answers one memory per item");
+                // Text stored already from elsewhere stays that memory's; it is not ours.
+                if record.source == item.source && !now.iter().any(|m| m.id == record.id) {
+                    now.push(owned(&record, item));
+                }
+            }
+            if !now.is_empty() {
+                self.notes.insert(path, now);
+            }
         }
         Ok(())
     }
