@@ -161,10 +161,16 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let config = ctx.state.config.clone();
     let store = &ctx.store;
     let watermark = done_through(store, WATERMARK).await?;
-    // Episodes never merge: three failures of one edit are three failures, not one.
+    // Episodes never merge: three failures of one edit are three failures, not one. Nor do
+    // the paragraphs of notes: the file says them, and a watched note's edits follow them.
     let originals = current()
         .and(col("is_summary").eq(false))
-        .and(col("action").null());
+        .and(col("action").null())
+        .and(
+            col("source")
+                .null()
+                .or(col("source").not_starts_with("file:")),
+        );
     let new_rows = store
         .count(&originals.clone().and(col("created_at").gt(watermark)))
         .await?;

@@ -117,6 +117,17 @@ impl Expr {
     pub fn ln(self) -> Expr {
         Expr::Ln(Box::new(self))
     }
+    /// Text that begins with `prefix`. A `%` or `_` in `prefix` matches any text or character,
+    /// so the rows are a superset: a caller that needs the exact prefix checks again.
+    pub fn starts_with(self, prefix: &str) -> Pred {
+        Pred::Cmp(self, "LIKE", Expr::Str(format!("{prefix}%")))
+    }
+
+    /// Text that does not begin with `prefix` (see [`Expr::starts_with`]); null is neither.
+    pub fn not_starts_with(self, prefix: &str) -> Pred {
+        Pred::Cmp(self, "NOT LIKE", Expr::Str(format!("{prefix}%")))
+    }
+
     pub fn cast(self, to: SqlType) -> Expr {
         Expr::Cast(Box::new(self), to)
     }
@@ -326,6 +337,50 @@ mod tests {
         assert_eq!(Expr::Null(SqlType::BigInt).sql(), "CAST(NULL AS BIGINT)");
         let e = (col("a") + 1.0_f64).least(0.5_f64).cast(SqlType::Float);
         assert_eq!(e.sql(), "CAST(least((a + 1.0), 0.5) AS FLOAT)");
+    }
+
+    #[tokio::test]
+    async fn a_prefix_selects_rows_by_the_start_of_a_text() {
+        use crate::store::{test_store, MemoryRecord, WriteOp};
+        use mnemo_protocol::memory::MemoryKind;
+        let dir = tempfile::tempdir().unwrap();
+        let store = test_store(dir.path()).await;
+        let rows: Vec<MemoryRecord> = [Some("file:/n/a.md"), Some("mcp:claude"), None]
+            .into_iter()
+            .enumerate()
+            .map(|(i, source)| {
+                let mut r = MemoryRecord::new("n".into(), format!("m{i}"), MemoryKind::Episodic, 1);
+                r.source = source.map(str::to_string);
+                r.vector = vec![0.5; 4];
+                r
+            })
+            .collect();
+        store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        let sources = |p: Pred| {
+            let store = store.clone();
+            async move {
+                let mut s: Vec<Option<String>> = store
+                    .columns_of(&p, &["source"])
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.source)
+                    .collect();
+                s.sort();
+                s
+            }
+        };
+        assert_eq!(
+            sources(col("source").starts_with("file:")).await,
+            vec![Some("file:/n/a.md".to_string())]
+        );
+        let not_notes = col("source")
+            .null()
+            .or(col("source").not_starts_with("file:"));
+        assert_eq!(
+            sources(not_notes).await,
+            vec![None, Some("mcp:claude".to_string())]
+        );
     }
 
     #[test]

@@ -197,14 +197,14 @@ impl Follower {
 
     /// The memories the folder's notes made before, from the store.
     async fn load(&mut self, folder: &Folder) -> Result<(), Stop> {
+        let prefix = format!("file:{}/", folder.root.display());
         let predicate = current()
             .and(col("namespace").eq(self.config.namespace.as_str()))
-            .and(col("source").not_null());
+            .and(col("source").starts_with(&prefix));
         let rows = self
             .store
             .columns_of(&predicate, &["id", "source", "content_hash", "metadata"])
             .await?;
-        let prefix = format!("file:{}/", folder.root.display());
         self.notes.clear();
         for r in rows {
             let Some(path) = r
