@@ -55,6 +55,24 @@ pub struct StatusResult {
     /// The notes folders the config names (`[[watch]]`), each with its scan's progress.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watch: Vec<WatchedFolder>,
+    /// The memories' indexes as index maintenance last saw them (it looks every 20 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexes: Option<IndexStatus>,
+}
+
+/// How searches find the memories: the vector leg through the ANN index or by comparing
+/// every vector, and how many rows wait to be folded into the indexes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IndexStatus {
+    /// Rows in the memories table, every version included.
+    pub rows: u64,
+    pub ann: bool,
+    /// Rows past which the ANN index is built (`store.ann_index_min_rows`).
+    pub ann_min_rows: u64,
+    /// Rows added since the last fold, searched one by one meanwhile.
+    pub unindexed_rows: u64,
+    /// Nothing for maintenance to do: every index built and folded.
+    pub settled: bool,
 }
 
 /// One notes folder mnemod keeps remembered.

@@ -252,6 +252,10 @@ pub struct SearchParams {
     /// Return each score component per result.
     #[serde(default)]
     pub explain: bool,
+    /// Compare the query with every stored vector instead of asking the approximate index
+    /// (slower on a large store; for checking what the index misses).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
 }
 
 /// How a result's score was made. Ranks are 1-based; absent when that retriever missed it.

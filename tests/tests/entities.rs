@@ -27,6 +27,7 @@ async fn search(c: &mut Client, namespace: &str, query: &str) -> SearchResult {
             ..Default::default()
         },
         explain: true,
+        exact: false,
     })
     .await
     .unwrap()

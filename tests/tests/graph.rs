@@ -113,6 +113,7 @@ async fn a_conversation_becomes_a_graph_that_recall_walks_and_forget_cleans() {
                 ..Default::default()
             },
             explain: true,
+            exact: false,
         })
         .await
         .unwrap();

@@ -16,6 +16,7 @@ async fn search(c: &mut Client, query: &str, mode: SearchMode, filter: Filter) -
         mode,
         filter,
         explain: true,
+        exact: false,
     })
     .await
     .unwrap()
@@ -259,7 +260,7 @@ async fn filters_and_pages() {
                 until: Some("2024-01-15".into()),
                 ..Default::default()
             },
-            explain: false,
+            ..Default::default()
         })
         .await
         .unwrap();

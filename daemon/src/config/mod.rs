@@ -256,7 +256,7 @@ impl Default for StoreConfig {
         Self {
             commit_interval_ms: 5,
             commit_max_rows: 1024,
-            ann_index_min_rows: 50_000,
+            ann_index_min_rows: 10_000,
             purge_after_forget_secs: 30,
         }
     }

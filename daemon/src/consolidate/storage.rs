@@ -77,9 +77,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
                 bump(record, "indexes_folded", 1);
             }
             let store = ctx.store.clone();
-            let built = pace
-                .guard(store.maintain_indexes(usize::MAX, true))
-                .await??;
+            let built = pace.guard(store.maintain_indexes(usize::MAX)).await??;
             bump(record, "indexes_built", built.len() as u64);
         }
         let (frags, bytes) = fragments(table).await.map_err(lance)?;

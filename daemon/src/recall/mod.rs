@@ -103,16 +103,28 @@ impl Recall {
                 return Ok::<_, Error>(Vec::new());
             }
             let vector = self.embed.embed_one(p.query.clone()).await?;
-            Ok(store.vector_search(&vector, &predicate, pool).await?)
+            let embedded = started.elapsed();
+            let hits = store
+                .vector_search(&vector, &predicate, pool, p.exact)
+                .await?;
+            tracing::debug!(
+                "search: query embedded in {:.1} ms, vector leg done at {:.1} ms",
+                ms(embedded),
+                ms(started.elapsed())
+            );
+            Ok(hits)
         };
         // The writer builds the full-text index with the first rows; a search never does.
         let text_hits = async {
             if p.mode == SearchMode::Vector || !store.text_index_ready() {
                 return Ok::<_, Error>(Vec::new());
             }
-            Ok(store.text_search(&p.query, &predicate, pool).await?)
+            let hits = store.text_search(&p.query, &predicate, pool).await?;
+            tracing::debug!("search: text leg done at {:.1} ms", ms(started.elapsed()));
+            Ok(hits)
         };
         let (vector_hits, text_hits) = tokio::try_join!(vector_hits, text_hits)?;
+        let retrieved = started.elapsed();
 
         let mut candidates: HashMap<String, Candidate> = HashMap::new();
         for (rank, hit) in vector_hits.into_iter().enumerate() {
@@ -166,6 +178,11 @@ impl Recall {
             ranked = fuse_and_rank(candidates, &settings, now);
         }
         let ranked = self.lower_superseded(ranked, seen_at.is_some());
+        tracing::debug!(
+            "search: retrieved at {:.1} ms, ranked with the graph at {:.1} ms",
+            ms(retrieved),
+            ms(started.elapsed())
+        );
         let hits = ranked
             .into_iter()
             .take(k)
@@ -181,7 +198,7 @@ impl Recall {
             hits,
             mode: p.mode,
             embedder: self.embed.label(),
-            took_ms: started.elapsed().as_secs_f64() * 1000.0,
+            took_ms: ms(started.elapsed()),
         })
     }
 
@@ -280,6 +297,10 @@ impl Recall {
         }
         Ok(candidates)
     }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 /// Each step past the first along a conversation keeps this share of what a result lends.

@@ -112,6 +112,7 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
         active_sessions: engine.sessions.active(),
         last_context: engine.context.last(),
         watch: engine.watch.status(),
+        indexes: engine.store.last_index_state(),
     })
 }
 

@@ -1,14 +1,18 @@
 //! Keeps the indexes useful as rows arrive, through the writer like every other write: new
 //! rows are folded into the indexes once enough have queued, small fragments are compacted,
 //! and what a forget deleted is purged from old versions and index files within
-//! `store.purge_after_forget_secs`. The ANN vector index is built by consolidation, while the
-//! machine is idle, because building it holds the writer for a minute at 50k rows.
+//! `store.purge_after_forget_secs`. The ANN vector index is built here too, beside the writer
+//! rather than through it, so that writes go on while it trains.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use lancedb::index::vector::IvfPqIndexBuilder;
+use lancedb::index::Index;
 use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction, OptimizeStats};
 use lancedb::Table;
+
+use mnemo_protocol::daemon::IndexStatus;
 
 use super::{writer, Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
@@ -30,8 +34,34 @@ pub struct IndexState {
     pub rows: usize,
     pub has_fts: bool,
     pub has_vector_index: bool,
+    /// Scalar indexes of [`SCALAR_INDEXES`] not built yet.
+    pub missing_scalar: Vec<&'static str>,
     pub unindexed_rows: usize,
 }
+
+/// The columns every search filters on (the namespace, the model, current versions) and the
+/// keys rows are fetched by. Without them each query reads these columns whole: at 100k
+/// memories that is most of a search's time.
+pub(super) const SCALAR_INDEXES: [(&str, ScalarIndex); 5] = [
+    ("namespace", ScalarIndex::Bitmap),
+    ("embed_model", ScalarIndex::Bitmap),
+    ("valid_to", ScalarIndex::BTree),
+    ("id", ScalarIndex::BTree),
+    ("lineage", ScalarIndex::BTree),
+];
+
+/// Bitmaps for columns with a few values, B-trees for the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ScalarIndex {
+    Bitmap,
+    BTree,
+}
+
+/// The meta key holding the row count the ANN index was trained at.
+const ANN_TRAINED_AT: &str = "ann_index_rows";
+/// The ANN index is trained again once the table has grown this many times over: its
+/// partitions were fitted to the rows of the time, and grow slow as they fill.
+const ANN_RETRAIN_GROWTH: usize = 4;
 
 impl Store {
     pub async fn index_state(&self) -> Result<IndexState, StoreError> {
@@ -45,20 +75,62 @@ impl Store {
                 unindexed_rows = stats.num_unindexed_rows;
             }
         }
-        Ok(IndexState {
+        let state = IndexState {
             rows,
             has_fts: has(text_column).is_some(),
             has_vector_index: has("vector").is_some(),
+            missing_scalar: SCALAR_INDEXES
+                .iter()
+                .map(|(column, _)| *column)
+                .filter(|column| has(column).is_none())
+                .collect(),
             unindexed_rows,
-        })
+        };
+        let min = self.config.ann_index_min_rows;
+        let trained_at = self.ann_trained_at().await?;
+        let retrain_due =
+            state.has_vector_index && trained_at > 0 && trained_at * ANN_RETRAIN_GROWTH <= rows;
+        let status = IndexStatus {
+            rows: rows as u64,
+            ann: state.has_vector_index,
+            ann_min_rows: min as u64,
+            unindexed_rows: unindexed_rows as u64,
+            settled: state.has_fts
+                && state.missing_scalar.is_empty()
+                && (state.has_vector_index || rows < min)
+                && !retrain_due
+                && unindexed_rows < FOLD_AFTER_ROWS,
+        };
+        *self
+            .last_index_state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(status);
+        Ok(state)
     }
 
-    /// One maintenance pass; cheap when nothing needs doing. With `build_ann`, also builds
-    /// the ANN index once the table is large enough. Returns what it did.
+    /// The rows the ANN index was trained at (0 before the first build, and for an index
+    /// built before the count was kept, until maintenance next looks).
+    async fn ann_trained_at(&self) -> Result<usize, StoreError> {
+        Ok(self
+            .meta_get(ANN_TRAINED_AT)
+            .await?
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// The indexes as the last look at them found them.
+    pub fn last_index_state(&self) -> Option<IndexStatus> {
+        self.last_index_state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One maintenance pass through the writer; cheap when nothing needs doing. Returns
+    /// what it did.
     pub async fn maintain_indexes(
         &self,
         fold_after_rows: usize,
-        build_ann: bool,
     ) -> Result<Vec<&'static str>, StoreError> {
         let state = self.index_state().await?;
         let mut done = Vec::new();
@@ -72,6 +144,10 @@ impl Store {
             self.writer.submit(WriteOp::FoldIndexes).await?;
             done.push("folded new rows into indexes");
         }
+        if !state.missing_scalar.is_empty() {
+            self.writer.submit(WriteOp::BuildScalarIndexes).await?;
+            done.push("built scalar indexes");
+        }
         let small = self
             .memories
             .stats()
@@ -79,21 +155,66 @@ impl Store {
             .fragment_stats
             .num_small_fragments;
         if small >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
+            let _rewriting = self.rewrites.lock().await;
             self.writer.submit(WriteOp::CompactSmall).await?;
             done.push("compacted small fragments");
-        }
-        if build_ann && !state.has_vector_index && state.rows >= self.config.ann_index_min_rows {
-            let partitions = ((state.rows as f64).sqrt() as u32).clamp(16, 1024);
-            self.writer
-                .submit(WriteOp::BuildVectorIndex { partitions })
-                .await?;
-            done.push("built ANN vector index");
         }
         Ok(done)
     }
 
+    /// Builds the ANN vector index once the table holds `store.ann_index_min_rows` rows, and
+    /// trains it again when the table has grown [`ANN_RETRAIN_GROWTH`] times since. Not
+    /// through the writer: training takes seconds to minutes, and writes go on meanwhile
+    /// (Lance rebases the index's commit over appends, deletes and updates; rows added
+    /// since are searched one by one until folded in). Rewrites of the table (compaction)
+    /// wait for it, since a rewrite would void the build.
+    pub async fn maintain_vector_index(&self) -> Result<Option<&'static str>, StoreError> {
+        let state = self.index_state().await?;
+        let trained_at = self.ann_trained_at().await?;
+        if state.has_vector_index && trained_at == 0 {
+            // Built before the count was kept: count from now.
+            self.meta_set(ANN_TRAINED_AT, &state.rows.to_string())
+                .await?;
+            return Ok(None);
+        }
+        let what = if !state.has_vector_index {
+            if state.rows < self.config.ann_index_min_rows {
+                return Ok(None);
+            }
+            "built ANN vector index"
+        } else if trained_at > 0 && state.rows >= trained_at * ANN_RETRAIN_GROWTH {
+            "trained ANN vector index again"
+        } else {
+            return Ok(None);
+        };
+        let _rewriting = self.rewrites.lock().await;
+        let started = std::time::Instant::now();
+        let partitions = ((state.rows as f64).sqrt() as u32).clamp(16, 4096);
+        self.memories
+            .create_index(
+                &["vector"],
+                Index::IvfPq(
+                    IvfPqIndexBuilder::default()
+                        .distance_type(lancedb::DistanceType::Cosine)
+                        .num_partitions(partitions),
+                ),
+            )
+            .replace(true)
+            .execute()
+            .await?;
+        self.meta_set(ANN_TRAINED_AT, &state.rows.to_string())
+            .await?;
+        tracing::info!(
+            "ANN vector index over {} rows ({partitions} partitions) in {:.1} s",
+            state.rows,
+            started.elapsed().as_secs_f64()
+        );
+        Ok(Some(what))
+    }
+
     /// Merges `table`'s small fragments, through the writer.
     pub async fn compact(&self, table: &Table) -> Result<OptimizeStats, StoreError> {
+        let _rewriting = self.rewrites.lock().await;
         let action = OptimizeAction::Compact {
             options: CompactionOptions::default(),
             remap_options: None,
@@ -142,6 +263,7 @@ impl Store {
     /// edges' and the entities' (a forgotten memory's edges and entities name what it
     /// mentioned).
     pub async fn purge(&self) -> Result<u64, StoreError> {
+        let _rewriting = self.rewrites.lock().await;
         let mut versions = self.writer.submit(WriteOp::Purge).await?;
         let writer = &self.writer;
         for table in [self.edges.table(), self.entities.table()] {
@@ -178,9 +300,19 @@ pub async fn run(store: Arc<Store>, events: EventBus, shutdown: Shutdown) {
                 purge(&store, &events).await;
             }
             _ = tick.tick() => {
-                match store.maintain_indexes(FOLD_AFTER_ROWS, false).await {
+                match store.maintain_indexes(FOLD_AFTER_ROWS).await {
                     Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
                     Err(e) => tracing::warn!("index maintenance failed: {e}"),
+                }
+                // In this task, so no purge (which deletes unreferenced files) runs during a
+                // build.
+                match store.maintain_vector_index().await {
+                    Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
+                    Err(e) => tracing::warn!("building the ANN index failed (retried later): {e}"),
+                }
+                // Status shows the indexes as they are after this pass.
+                if let Err(e) = store.index_state().await {
+                    tracing::warn!("reading the index state failed: {e}");
                 }
                 let prune = last_prune.elapsed() >= BOOKKEEPING_VERSIONS_KEPT;
                 let older_than = prune.then_some(BOOKKEEPING_VERSIONS_KEPT);
@@ -227,13 +359,21 @@ pub(super) mod tests {
         record(&id, &format!("note {n} about the garden, token tok{n}x"), 4)
     }
 
-    /// The current version of every memory by its token, all found by text search alone.
+    /// The current version of every memory by its token, all found by text search alone,
+    /// and by its id.
     pub async fn assert_all_found(store: &Store, versions: &[MemoryRecord], stage: &str) {
         for r in versions {
             let token = r.content.split(' ').next_back().unwrap().to_string();
             let hits = store.text_search(&token, &current(), 10).await.unwrap();
             let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
             assert_eq!(ids, vec![r.id.as_str()], "{stage}: {token}");
+            let got = store.get(&r.id).await.unwrap().map(|g| g.content);
+            assert_eq!(
+                got.as_deref(),
+                Some(r.content.as_str()),
+                "{stage}: {}",
+                r.id
+            );
         }
     }
 
@@ -322,6 +462,14 @@ pub(super) mod tests {
                 .await
                 .unwrap();
             current.extend(rows);
+            if chunk == 1 {
+                // Every stage below filters through the scalar indexes and their unindexed tails.
+                store
+                    .writer()
+                    .submit(WriteOp::BuildScalarIndexes)
+                    .await
+                    .unwrap();
+            }
         }
         assert_all_found(&store, &current, "small appends").await;
         for at in (0..40).step_by(4) {
@@ -354,6 +502,97 @@ pub(super) mod tests {
         store.purge().await.unwrap();
         assert_all_found(&store, &current, "purge").await;
         assert_eq!(store.count(&Pred::All).await.unwrap(), 70);
+    }
+
+    /// −1–1, the same for the same `seed` (splitmix64).
+    fn noise(seed: u64) -> f32 {
+        let mut x = seed ^ 0x9E37_79B9_7F4A_7C15;
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^= x >> 31;
+        (x % 2000) as f32 / 1000.0 - 1.0
+    }
+
+    /// A memory whose vector lies near one of 20 topics, as embeddings of text do (the same
+    /// `n` gives the same vector, no two alike).
+    fn scattered(n: usize, dim: usize) -> MemoryRecord {
+        let mut m = memory(n);
+        let topic = (n % 20) as u64;
+        m.vector = (0..dim as u64)
+            .map(|d| noise(topic * 1000 + d) + 0.3 * noise((n as u64 + 1) * 1_000_003 + d))
+            .collect();
+        m
+    }
+
+    /// Past `ann_index_min_rows` maintenance builds the ANN index beside the writer: a write
+    /// sent during the build is committed, the index's top 10 match exact search's, rows
+    /// added after it are found, and it is trained again only once the table has grown 4×.
+    #[tokio::test]
+    async fn the_ann_index_is_built_beside_the_writer_and_misses_nothing_new() {
+        const DIM: usize = 32;
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::StoreConfig {
+            ann_index_min_rows: 600,
+            ..Default::default()
+        };
+        let store = Store::open(dir.path(), DIM, "test", &config, &Default::default())
+            .await
+            .unwrap();
+        let insert = |range: std::ops::Range<usize>| {
+            WriteOp::Insert(range.map(|n| scattered(n, DIM)).collect())
+        };
+        store.writer().submit(insert(0..500)).await.unwrap();
+        assert_eq!(
+            store.maintain_vector_index().await.unwrap(),
+            None,
+            "too few rows"
+        );
+        store.writer().submit(insert(500..700)).await.unwrap();
+        let (built, written) = tokio::join!(
+            store.maintain_vector_index(),
+            store.writer().submit(insert(700..720))
+        );
+        assert_eq!(built.unwrap(), Some("built ANN vector index"));
+        written.unwrap();
+        assert!(store.index_state().await.unwrap().has_vector_index);
+        assert_eq!(store.count(&Pred::All).await.unwrap(), 720);
+
+        let mut same = 0;
+        for q in 0..20 {
+            let probe = scattered(10_000 + q, DIM).vector;
+            let ids = |hits: Vec<super::super::memories::Scored>| {
+                hits.into_iter().map(|h| h.record.id).collect::<Vec<_>>()
+            };
+            let ann = ids(store
+                .vector_search(&probe, &Pred::All, 10, false)
+                .await
+                .unwrap());
+            let exact = ids(store
+                .vector_search(&probe, &Pred::All, 10, true)
+                .await
+                .unwrap());
+            assert_eq!(exact.len(), 10);
+            same += exact.iter().filter(|id| ann.contains(id)).count();
+        }
+        assert!(same >= 180, "the index's top 10 held {same} of exact's 200");
+
+        // A row added after the build is searched one by one until folded in.
+        let late = scattered(5_000, DIM);
+        store
+            .writer()
+            .submit(WriteOp::Insert(vec![late.clone()]))
+            .await
+            .unwrap();
+        let hits = store
+            .vector_search(&late.vector, &Pred::All, 1, false)
+            .await
+            .unwrap();
+        assert_eq!(hits[0].record.id, late.id);
+        assert_eq!(
+            store.maintain_vector_index().await.unwrap(),
+            None,
+            "not grown 4×"
+        );
     }
 
     #[tokio::test]

@@ -9,6 +9,8 @@ use super::seal::Sealing;
 use super::sql::{col, read, Filtered, Pred};
 use super::{Store, StoreError};
 
+const ANN_REFINE_FACTOR: u32 = 4;
+
 /// A row a retriever returned, with its raw score (`_distance` or `_score`).
 #[derive(Debug, Clone)]
 pub struct Scored {
@@ -157,25 +159,31 @@ impl Store {
     }
 
     /// Nearest neighbours by cosine distance among vectors of the configured model (another
-    /// model's vectors live in another space); exact until an ANN index exists.
+    /// model's vectors live in another space): through the ANN index once it exists (rows
+    /// added since are compared one by one), or, with `exact`, with every vector.
     pub async fn vector_search(
         &self,
         vector: &[f32],
         predicate: &Pred,
         limit: usize,
+        exact: bool,
     ) -> Result<Vec<Scored>, StoreError> {
         let predicate = predicate
             .clone()
             .and(col("embed_model").eq(&self.embed_model));
-        let query = self
+        let mut query = self
             .memories
             .query()
             .nearest_to(vector)?
             .distance_type(lancedb::DistanceType::Cosine)
-            .refine_factor(4)
+            // The index's compressed distances pick 4× the candidates; their exact ones rank.
+            .refine_factor(ANN_REFINE_FACTOR)
             .filtered(&predicate)
             .select(self.columns_with("_distance"))
             .limit(limit);
+        if exact {
+            query = query.bypass_vector_index();
+        }
         let batches = read(&query).await?;
         scored(&self.sealing, &batches, "_distance")
     }

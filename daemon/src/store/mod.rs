@@ -126,6 +126,11 @@ pub struct Store {
     counts: Arc<Counts>,
     /// Wakes index maintenance to purge what a forget left in old versions.
     purge: tokio::sync::Notify,
+    /// Held by whatever rewrites the memories' files (compaction, purge) and by an ANN index
+    /// build, which a rewrite under way would void (or, for a purge, whose files it deletes).
+    rewrites: tokio::sync::Mutex<()>,
+    /// What index maintenance saw last, for status.
+    last_index_state: std::sync::Mutex<Option<mnemo_protocol::daemon::IndexStatus>>,
     /// Encryption at rest: the keys, if any, and whether writes are sealed.
     sealing: Arc<seal::Sealing>,
     seal_progress: Arc<seal::SealProgress>,
@@ -239,6 +244,8 @@ impl Store {
             fts_ready,
             counts,
             purge: Default::default(),
+            rewrites: Default::default(),
+            last_index_state: Default::default(),
             sealing,
             seal_progress,
             key: key.clone(),

@@ -11,16 +11,16 @@ use std::time::Duration;
 use futures::TryStreamExt;
 use lancedb::arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use lancedb::arrow::arrow_schema::SchemaRef;
-use lancedb::index::vector::IvfPqIndexBuilder;
 use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase};
-use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeStats};
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions, OptimizeStats};
 use lancedb::Table;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::counts::Counts;
 use super::filter::{current, plain_rows};
+use super::maintenance::{ScalarIndex, SCALAR_INDEXES};
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
 use super::sql::{col, Expr, Filtered, Pred};
@@ -55,8 +55,8 @@ pub enum WriteOp {
     CompactSmall,
     /// Builds the memories' full-text index (the writer also builds it after the first rows).
     BuildTextIndex,
-    /// Builds the ANN vector index over the memories (slow: consolidation asks while idle).
-    BuildVectorIndex { partitions: u32 },
+    /// Builds the scalar indexes of the memories that are missing (fast: a column each).
+    BuildScalarIndexes,
     /// Makes forgotten content unreadable: rewrites fragments that hold deleted rows,
     /// rebuilds the full-text index, and prunes every older version and unreferenced file.
     Purge,
@@ -95,7 +95,7 @@ impl WriteOp {
             | WriteOp::FoldIndexes
             | WriteOp::CompactSmall
             | WriteOp::BuildTextIndex
-            | WriteOp::BuildVectorIndex { .. }
+            | WriteOp::BuildScalarIndexes
             | WriteOp::Seal { .. }
             | WriteOp::Purge => 1,
         }
@@ -412,13 +412,34 @@ async fn ensure_text_index(memories: &Memories) {
     }
 }
 
+/// Index segments past which a fold merges them all into one. Each fold of new rows adds a
+/// segment to the ANN index, and a search reads every segment: at 24 segments an ANN search
+/// took 3× as long as at one.
+const MAX_INDEX_SEGMENTS: usize = 4;
+
+/// Folds new rows into every index of `table`: as a new segment, or, once the ANN index has
+/// [`MAX_INDEX_SEGMENTS`], by merging its segments into one.
+async fn fold_indexes(table: &Table) -> Result<(), StoreError> {
+    let mut segments = 0;
+    for index in table.list_indices().await? {
+        if index.columns.iter().any(|c| c == "vector") {
+            if let Some(stats) = table.index_stats(&index.name).await? {
+                segments = stats.num_indices.unwrap_or(0) as usize;
+            }
+        }
+    }
+    let options = if segments >= MAX_INDEX_SEGMENTS {
+        OptimizeOptions::merge(segments)
+    } else {
+        OptimizeOptions::default()
+    };
+    table.optimize(OptimizeAction::Index(options)).await?;
+    Ok(())
+}
+
 /// Takes the appended rows into the indexes (a failure only leaves them searched flat).
 async fn fold(memories: &Memories) {
-    match memories
-        .table
-        .optimize(OptimizeAction::Index(Default::default()))
-        .await
-    {
+    match fold_indexes(&memories.table).await {
         Ok(_) => memories.unfolded.store(0, Ordering::Relaxed),
         Err(e) => tracing::warn!("folding new rows into the indexes failed (retried later): {e}"),
     }
@@ -433,6 +454,27 @@ async fn build_text_index(memories: &Memories) -> Result<(), StoreError> {
         .execute()
         .await?;
     Ok(())
+}
+
+async fn build_scalar_indexes(memories: &Memories) -> Result<u64, StoreError> {
+    let table = &memories.table;
+    let indices = table.list_indices().await?;
+    let mut built = 0;
+    for (column, kind) in SCALAR_INDEXES {
+        if indices
+            .iter()
+            .any(|i| i.columns.iter().any(|c| c == column))
+        {
+            continue;
+        }
+        let index = match kind {
+            ScalarIndex::Bitmap => Index::Bitmap(Default::default()),
+            ScalarIndex::BTree => Index::BTree(Default::default()),
+        };
+        table.create_index(&[column], index).execute().await?;
+        built += 1;
+    }
+    Ok(built)
 }
 
 async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreError> {
@@ -453,9 +495,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
                 .unwrap_or(0))
         }
         WriteOp::FoldIndexes => {
-            table
-                .optimize(OptimizeAction::Index(Default::default()))
-                .await?;
+            fold_indexes(table).await?;
             memories.unfolded.store(0, Ordering::Relaxed);
             Ok(0)
         }
@@ -464,20 +504,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
             memories.fts_ready.store(true, Ordering::Release);
             Ok(0)
         }
-        WriteOp::BuildVectorIndex { partitions } => {
-            table
-                .create_index(
-                    &["vector"],
-                    Index::IvfPq(
-                        IvfPqIndexBuilder::default()
-                            .distance_type(lancedb::DistanceType::Cosine)
-                            .num_partitions(partitions),
-                    ),
-                )
-                .execute()
-                .await?;
-            Ok(0)
-        }
+        WriteOp::BuildScalarIndexes => build_scalar_indexes(memories).await,
         WriteOp::Purge => purge(memories).await,
         WriteOp::Seal { finish } => seal_rows(memories, finish).await,
         WriteOp::Patch { batch, only_if } => {
@@ -555,9 +582,7 @@ async fn purge(memories: &Memories) -> Result<u64, StoreError> {
         .iter()
         .any(|i| i.columns.iter().any(|c| c == "vector"))
     {
-        table
-            .optimize(OptimizeAction::Index(Default::default()))
-            .await?;
+        fold_indexes(table).await?;
     }
     let stats = table.optimize(prune_every_old_version()).await?;
     Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))

@@ -41,6 +41,10 @@ pub enum MemoryCommand {
         /// Show how each score was made.
         #[arg(long)]
         explain: bool,
+        /// Compare the query with every stored vector rather than asking the approximate
+        /// index (slower on a large store; shows what the index misses).
+        #[arg(long)]
+        exact: bool,
         #[command(flatten)]
         filter: FilterArgs,
     },
@@ -211,6 +215,7 @@ pub async fn run(cmd: MemoryCommand, socket: &Path, out: &Output) -> anyhow::Res
             k,
             mode,
             explain,
+            exact,
             filter,
         } => {
             let params = SearchParams {
@@ -219,6 +224,7 @@ pub async fn run(cmd: MemoryCommand, socket: &Path, out: &Output) -> anyhow::Res
                 mode,
                 filter: filter.into_filter(),
                 explain,
+                exact,
             };
             out.search(&connect(socket).await?.call::<Search>(&params).await?);
         }

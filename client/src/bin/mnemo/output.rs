@@ -62,6 +62,20 @@ impl Output {
                     r.done, r.total, r.model
                 ));
             }
+            if let Some(i) = &s.indexes {
+                let vector = if i.ann {
+                    "vector index ANN".to_string()
+                } else {
+                    format!(
+                        "vector search exact (ANN index past {} rows)",
+                        i.ann_min_rows
+                    )
+                };
+                lines.push(format!(
+                    "  indexes    {vector}; {} rows, {} waiting to be folded in",
+                    i.rows, i.unindexed_rows
+                ));
+            }
             for w in &s.watch {
                 let what = match w.state.as_str() {
                     "scanning" => format!("scanning {}/{} notes", w.scanned, w.files),

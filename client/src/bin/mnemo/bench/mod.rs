@@ -410,32 +410,97 @@ async fn search(
     const NS: &str = "bench-search";
     for &size in sizes {
         top_up(client, socket, NS, size, singles).await?;
-        let mut took = Vec::with_capacity(queries);
-        for q in 0..queries {
-            let started = Instant::now();
-            client
-                .call::<Search>(&SearchParams {
-                    query: bench_query(q),
-                    k: Some(10),
-                    mode,
-                    filter: Filter {
-                        namespace: Some(NS.into()),
-                        ..Default::default()
-                    },
-                    explain: false,
-                })
-                .await?;
-            took.push(started.elapsed());
-        }
-        took.sort();
+        wait_for_indexes(client, size).await?;
+        let ask = |q: usize, mode: SearchMode, exact: bool| SearchParams {
+            query: bench_query(q),
+            k: Some(10),
+            mode,
+            filter: Filter {
+                namespace: Some(NS.into()),
+                ..Default::default()
+            },
+            exact,
+            ..Default::default()
+        };
+        let (took, _) = timed_searches(client, queries, |q| ask(q, mode, false)).await?;
         println!(
-            "search {mode:?} at {size} memories: p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms  ({queries} queries, k=10, through the socket)",
-            percentile(&took, 0.5),
-            percentile(&took, 0.95),
-            percentile(&took, 0.99)
+            "search {mode:?} at {size} memories: {}  ({queries} queries, k=10, through the socket)",
+            latency(&took)
+        );
+        // What the approximate index gives up: its top 10 against the exact top 10.
+        let (ann_took, ann) =
+            timed_searches(client, queries, |q| ask(q, SearchMode::Vector, false)).await?;
+        let (exact_took, exact) =
+            timed_searches(client, queries, |q| ask(q, SearchMode::Vector, true)).await?;
+        let found: usize = ann
+            .iter()
+            .zip(&exact)
+            .map(|(a, e)| e.iter().filter(|id| a.contains(id)).count())
+            .sum();
+        let wanted: usize = exact.iter().map(Vec::len).sum();
+        println!(
+            "  vector leg at {size}: index {}; exact {}; recall@10 of the index against exact {:.3}",
+            latency(&ann_took),
+            latency(&exact_took),
+            found as f64 / wanted.max(1) as f64
         );
     }
     Ok(())
+}
+
+/// Waits (up to 10 minutes) until index maintenance has built and folded in what it would,
+/// so figures are of a store at rest rather than one caught mid-build.
+async fn wait_for_indexes(client: &mut Client, rows: usize) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let status = client.call::<Status>(&NoParams {}).await?;
+        let Some(indexes) = status.indexes else {
+            return Ok(());
+        };
+        if indexes.settled && indexes.rows >= rows as u64 {
+            let vector = if indexes.ann { "ANN index" } else { "exact" };
+            eprintln!(
+                "indexes settled after {:.0} s: vector leg {vector}, {} rows",
+                started.elapsed().as_secs_f64(),
+                indexes.rows
+            );
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(600) {
+            eprintln!("indexes still not settled after 10 minutes; measuring anyway");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Runs `queries` searches one after another: how long each took and the ids each found.
+async fn timed_searches(
+    client: &mut Client,
+    queries: usize,
+    params: impl Fn(usize) -> SearchParams,
+) -> anyhow::Result<(Vec<Duration>, Vec<Vec<String>>)> {
+    let mut took = Vec::with_capacity(queries);
+    let mut found = Vec::with_capacity(queries);
+    for q in 0..queries {
+        let params = params(q);
+        let started = Instant::now();
+        let result = client.call::<Search>(&params).await?;
+        took.push(started.elapsed());
+        found.push(result.hits.into_iter().map(|h| h.memory.id).collect());
+    }
+    took.sort();
+    Ok((took, found))
+}
+
+/// p50, p95 and p99 of sorted durations.
+fn latency(sorted: &[Duration]) -> String {
+    format!(
+        "p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms",
+        percentile(sorted, 0.5),
+        percentile(sorted, 0.95),
+        percentile(sorted, 0.99)
+    )
 }
 
 const KS: [usize; 4] = [1, 5, 10, 20];
@@ -522,7 +587,7 @@ async fn locomo(
                             namespace: Some(ns.clone()),
                             ..Default::default()
                         },
-                        explain: false,
+                        ..Default::default()
                     })
                     .await?;
                 let found: Vec<String> = r
