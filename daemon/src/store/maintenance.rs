@@ -20,7 +20,7 @@ use crate::shutdown::Shutdown;
 
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
-use super::writer::FOLD_AFTER_ROWS;
+use super::writer::{FOLD_AFTER_ROWS, SCALAR_INDEXES};
 /// Small fragments (one per small commit) past which maintenance compacts them; reads and
 /// commits slow down with every fragment.
 const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
@@ -37,24 +37,6 @@ pub struct IndexState {
     /// Scalar indexes of [`SCALAR_INDEXES`] not built yet.
     pub missing_scalar: Vec<&'static str>,
     pub unindexed_rows: usize,
-}
-
-/// The columns every search filters on (the namespace, the model, current versions) and the
-/// keys rows are fetched by. Without them each query reads these columns whole: at 100k
-/// memories that is most of a search's time.
-pub(super) const SCALAR_INDEXES: [(&str, ScalarIndex); 5] = [
-    ("namespace", ScalarIndex::Bitmap),
-    ("embed_model", ScalarIndex::Bitmap),
-    ("valid_to", ScalarIndex::BTree),
-    ("id", ScalarIndex::BTree),
-    ("lineage", ScalarIndex::BTree),
-];
-
-/// Bitmaps for columns with a few values, B-trees for the rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ScalarIndex {
-    Bitmap,
-    BTree,
 }
 
 /// The meta key holding the row count the ANN index was trained at.

@@ -20,7 +20,6 @@ use tokio::time::Instant;
 
 use super::counts::Counts;
 use super::filter::{current, plain_rows};
-use super::maintenance::{ScalarIndex, SCALAR_INDEXES};
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
 use super::sql::{col, Expr, Filtered, Pred};
@@ -241,6 +240,24 @@ pub(super) struct Memories {
     /// Encryption at rest: rows are sealed as they are written, once it is on.
     pub sealing: Arc<Sealing>,
     pub seal_progress: Arc<SealProgress>,
+}
+
+/// The columns every search filters on (the namespace, the model, current versions) and the
+/// keys rows are fetched by. Without them each query reads these columns whole: at 100k
+/// memories that is most of a search's time.
+pub(super) const SCALAR_INDEXES: [(&str, ScalarIndex); 5] = [
+    ("namespace", ScalarIndex::Bitmap),
+    ("embed_model", ScalarIndex::Bitmap),
+    ("valid_to", ScalarIndex::BTree),
+    ("id", ScalarIndex::BTree),
+    ("lineage", ScalarIndex::BTree),
+];
+
+/// Bitmaps for columns with a few values, B-trees for the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ScalarIndex {
+    Bitmap,
+    BTree,
 }
 
 /// Appended rows past which the writer folds them into the indexes right after acknowledging
