@@ -37,6 +37,23 @@ pub struct IndexState {
     /// Scalar indexes of [`SCALAR_INDEXES`] not built yet.
     pub missing_scalar: Vec<&'static str>,
     pub unindexed_rows: usize,
+    /// The rows the ANN index was trained at (0 before the first build, and for an index
+    /// built before the count was kept, until maintenance next looks).
+    pub ann_trained_at: usize,
+}
+
+impl IndexState {
+    /// What the ANN index needs now: building once the table holds `min_rows`, training
+    /// again once it has grown [`ANN_RETRAIN_GROWTH`] times since.
+    fn ann_due(&self, min_rows: usize) -> Option<&'static str> {
+        if !self.has_vector_index {
+            (self.rows >= min_rows).then_some("built ANN vector index")
+        } else if self.ann_trained_at > 0 && self.rows >= self.ann_trained_at * ANN_RETRAIN_GROWTH {
+            Some("trained ANN vector index again")
+        } else {
+            None
+        }
+    }
 }
 
 /// The meta key holding the row count the ANN index was trained at.
@@ -67,11 +84,13 @@ impl Store {
                 .filter(|column| has(column).is_none())
                 .collect(),
             unindexed_rows,
+            ann_trained_at: self
+                .meta_get(ANN_TRAINED_AT)
+                .await?
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
         };
         let min = self.config.ann_index_min_rows;
-        let trained_at = self.ann_trained_at().await?;
-        let retrain_due =
-            state.has_vector_index && trained_at > 0 && trained_at * ANN_RETRAIN_GROWTH <= rows;
         let status = IndexStatus {
             rows: rows as u64,
             ann: state.has_vector_index,
@@ -79,8 +98,7 @@ impl Store {
             unindexed_rows: unindexed_rows as u64,
             settled: state.has_fts
                 && state.missing_scalar.is_empty()
-                && (state.has_vector_index || rows < min)
-                && !retrain_due
+                && state.ann_due(min).is_none()
                 && unindexed_rows < FOLD_AFTER_ROWS,
         };
         *self
@@ -88,16 +106,6 @@ impl Store {
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(status);
         Ok(state)
-    }
-
-    /// The rows the ANN index was trained at (0 before the first build, and for an index
-    /// built before the count was kept, until maintenance next looks).
-    async fn ann_trained_at(&self) -> Result<usize, StoreError> {
-        Ok(self
-            .meta_get(ANN_TRAINED_AT)
-            .await?
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0))
     }
 
     /// The indexes as the last look at them found them.
@@ -152,21 +160,13 @@ impl Store {
     /// wait for it, since a rewrite would void the build.
     pub async fn maintain_vector_index(&self) -> Result<Option<&'static str>, StoreError> {
         let state = self.index_state().await?;
-        let trained_at = self.ann_trained_at().await?;
-        if state.has_vector_index && trained_at == 0 {
+        if state.has_vector_index && state.ann_trained_at == 0 {
             // Built before the count was kept: count from now.
             self.meta_set(ANN_TRAINED_AT, &state.rows.to_string())
                 .await?;
             return Ok(None);
         }
-        let what = if !state.has_vector_index {
-            if state.rows < self.config.ann_index_min_rows {
-                return Ok(None);
-            }
-            "built ANN vector index"
-        } else if trained_at > 0 && state.rows >= trained_at * ANN_RETRAIN_GROWTH {
-            "trained ANN vector index again"
-        } else {
+        let Some(what) = state.ann_due(self.config.ann_index_min_rows) else {
             return Ok(None);
         };
         let _rewriting = self.rewrites.lock().await;
@@ -282,19 +282,29 @@ pub async fn run(store: Arc<Store>, events: EventBus, shutdown: Shutdown) {
                 purge(&store, &events).await;
             }
             _ = tick.tick() => {
+                let mut changed = false;
                 match store.maintain_indexes(FOLD_AFTER_ROWS).await {
-                    Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
+                    Ok(done) => done.into_iter().for_each(|what| {
+                        changed = true;
+                        publish(&events, what)
+                    }),
                     Err(e) => tracing::warn!("index maintenance failed: {e}"),
                 }
                 // In this task, so no purge (which deletes unreferenced files) runs during a
                 // build.
                 match store.maintain_vector_index().await {
-                    Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
+                    Ok(done) => done.into_iter().for_each(|what| {
+                        changed = true;
+                        publish(&events, what)
+                    }),
                     Err(e) => tracing::warn!("building the ANN index failed (retried later): {e}"),
                 }
-                // Status shows the indexes as they are after this pass.
-                if let Err(e) = store.index_state().await {
-                    tracing::warn!("reading the index state failed: {e}");
+                // Status shows the indexes as they are after this pass (each step above read
+                // them before it acted).
+                if changed {
+                    if let Err(e) = store.index_state().await {
+                        tracing::warn!("reading the index state failed: {e}");
+                    }
                 }
                 let prune = last_prune.elapsed() >= BOOKKEEPING_VERSIONS_KEPT;
                 let older_than = prune.then_some(BOOKKEEPING_VERSIONS_KEPT);
