@@ -99,6 +99,18 @@ fn owned(record: &MemoryRecord, item: &AddParams) -> Owned {
     }
 }
 
+/// The memories `records` (one per item) made for a note's own paragraphs, each once: text
+/// stored already from elsewhere stays that memory's, not the note's.
+fn ours(records: &[MemoryRecord], items: &[AddParams]) -> Vec<Owned> {
+    let mut now: Vec<Owned> = Vec::new();
+    for (record, item) in records.iter().zip(items) {
+        if record.source == item.source && !now.iter().any(|m| m.id == record.id) {
+            now.push(owned(record, item));
+        }
+    }
+    now
+}
+
 /// Whether an event only says a file was read (ours, too): nothing to take in.
 fn is_read(kind: &notify::EventKind) -> bool {
     use notify::event::{AccessKind, AccessMode};
@@ -432,16 +444,9 @@ impl Follower {
                 Err(e) => return Err(e.into()),
             }
         }
-        for batch in add.chunks(MAX_BATCH_ITEMS) {
-            let new: Vec<AddParams> = batch.iter().map(|&n| items[n].clone()).collect();
-            let records = self.ingest.add(new, true).await?;
-            for (record, &n) in records.iter().zip(batch) {
-                // Text stored already from elsewhere stays that memory's; it is not ours.
-                if record.source == items[n].source {
-                    now.push(owned(record, &items[n]));
-                }
-            }
-        }
+        let new: Vec<AddParams> = add.iter().map(|&n| items[n].clone()).collect();
+        let records = self.add_all(&new).await?;
+        now.extend(ours(&records, &new));
         let gone: Vec<String> = plan.forget.iter().map(|&o| old[o].id.clone()).collect();
         self.forget_ids(gone).await?;
         let mut seen = BTreeSet::new();
@@ -456,25 +461,25 @@ impl Follower {
     async fn add_fresh(&mut self) -> Result<(), Stop> {
         let fresh = std::mem::take(&mut self.fresh);
         let items: Vec<AddParams> = fresh.iter().flat_map(|(_, i)| i.iter().cloned()).collect();
-        let mut records = Vec::with_capacity(items.len());
-        for batch in items.chunks(MAX_BATCH_ITEMS) {
-            records.extend(self.ingest.add(batch.to_vec(), true).await?);
-        }
-        let mut records = records.into_iter();
+        let records = self.add_all(&items).await?;
+        let mut at = 0;
         for (path, items) in fresh {
-            let mut now: Vec<Owned> = Vec::new();
-            for item in &items {
-                let record = records.next().expect("add answers one memory per item");
-                // Text stored already from elsewhere stays that memory's; it is not ours.
-                if record.source == item.source && !now.iter().any(|m| m.id == record.id) {
-                    now.push(owned(&record, item));
-                }
-            }
+            let now = ours(&records[at..at + items.len()], &items);
+            at += items.len();
             if !now.is_empty() {
                 self.notes.insert(path, now);
             }
         }
         Ok(())
+    }
+
+    /// Adds `items` in batches ingest accepts: one memory per item, in order.
+    async fn add_all(&self, items: &[AddParams]) -> Result<Vec<MemoryRecord>, Stop> {
+        let mut records = Vec::with_capacity(items.len());
+        for batch in items.chunks(MAX_BATCH_ITEMS) {
+            records.extend(self.ingest.add(batch.to_vec(), true).await?);
+        }
+        Ok(records)
     }
 
     async fn forget_notes(&mut self, paths: Vec<PathBuf>) -> Result<(), Stop> {
