@@ -14,7 +14,9 @@ use super::router::Router;
 use super::state::memory_page;
 use super::state::{rpc_error, store_error, State};
 use crate::paging::Page;
+use crate::sessions::Sessions;
 use crate::store::filter::predicate_all_versions;
+use crate::usermodel::UserModel;
 
 /// Versions one export page holds unless asked otherwise.
 const DEFAULT_PAGE: usize = 500;
@@ -85,17 +87,13 @@ async fn import(engine: Arc<State>, p: ImportParams) -> Result<ImportResult, Rpc
         .records
         .iter()
         .any(|r| matches!(r, Record::Memory(m) if m.action.is_some()));
+    // Beliefs and sessions are checked before anything is written (ingest checks the
+    // memories before it writes them), so a refused import has written nothing.
+    let beliefs = UserModel::checked(&p.records).map_err(rpc_error)?;
+    let sessions = Sessions::checked(&p.records).map_err(rpc_error)?;
     let memories = engine.ingest.import(&p.records).await.map_err(rpc_error)?;
-    let beliefs = engine
-        .usermodel
-        .import(&p.records)
-        .await
-        .map_err(rpc_error)?;
-    let sessions = engine
-        .sessions
-        .import(&p.records)
-        .await
-        .map_err(rpc_error)?;
+    let beliefs = engine.usermodel.import(beliefs).await.map_err(rpc_error)?;
+    let sessions = engine.sessions.import(sessions).await.map_err(rpc_error)?;
     if episodes {
         engine.agent.load().await.map_err(store_error)?;
     }

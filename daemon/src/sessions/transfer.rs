@@ -69,16 +69,26 @@ impl Sessions {
             .collect()
     }
 
-    /// The session records among `records`; sessions already held (by id) are skipped.
-    pub async fn import(&self, records: &[Record]) -> Result<ImportResult> {
+    /// The session records among `records`, checked, as rows for [`Sessions::import`]. Apart
+    /// from it so an import checks every kind of record before it writes any.
+    pub fn checked(records: &[Record]) -> Result<Vec<SessionRecord>> {
         let mut rows = Vec::new();
-        let mut skipped = 0;
         for (i, record) in records.iter().enumerate() {
             let Record::Session(s) = record else {
                 continue;
             };
             let row = imported(s)
                 .map_err(|e| Error::invalid(format!("records[{i}]: {e}; nothing was imported")))?;
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
+    /// Writes checked session rows; sessions already held (by id) are skipped.
+    pub async fn import(&self, checked: Vec<SessionRecord>) -> Result<ImportResult> {
+        let mut rows = Vec::new();
+        let mut skipped = 0;
+        for row in checked {
             let held = self.book.entry(&row.id).is_ok();
             if held || rows.iter().any(|r: &SessionRecord| r.id == row.id) {
                 skipped += 1;

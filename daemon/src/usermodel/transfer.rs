@@ -79,8 +79,9 @@ impl UserModel {
             .collect()
     }
 
-    /// The belief records among `records`, written as they are; ids already held are skipped.
-    pub async fn import(&self, records: &[Record]) -> Result<ImportResult> {
+    /// The belief records among `records`, checked, as rows for [`UserModel::import`]. Apart
+    /// from it so an import checks every kind of record before it writes any.
+    pub fn checked(records: &[Record]) -> Result<Vec<BeliefRecord>> {
         let mut rows = Vec::new();
         for (i, record) in records.iter().enumerate() {
             let Record::Belief(e) = record else {
@@ -90,6 +91,11 @@ impl UserModel {
                 .map_err(|e| Error::invalid(format!("records[{i}]: {e}; nothing was imported")))?;
             rows.push(row);
         }
+        Ok(rows)
+    }
+
+    /// Writes checked belief rows as they are; ids already held are skipped.
+    pub async fn import(&self, rows: Vec<BeliefRecord>) -> Result<ImportResult> {
         if rows.is_empty() {
             return Ok(ImportResult::default());
         }
