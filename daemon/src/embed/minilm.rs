@@ -1,11 +1,11 @@
-//! all-MiniLM-L6-v2 in-process with candle: BERT, attention-masked mean pooling, L2
-//! normalisation, exactly as sentence-transformers computes it.
+//! all-MiniLM-L6-v2 in-process: BERT, mean pooling and L2 normalisation, exactly as
+//! sentence-transformers computes it, through the lean forward pass in `fastbert.rs`. The
+//! straightforward candle model it is checked against is loaded by the tests only: holding
+//! it beside the fast path would keep a second copy of the weights (~90 MB) resident.
 
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_transformers::models::bert::Config as BertConfig;
 use tokenizers::Tokenizer;
 
 use super::fastbert::FastBert;
@@ -14,11 +14,8 @@ use super::{EmbedError, Embedder};
 pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "config.json", "tokenizer.json"];
 
 pub struct MiniLmEmbedder {
-    /// The straightforward candle model: the reference the fast path is checked against.
-    model: BertModel,
     fast: FastBert,
     tokenizer: Tokenizer,
-    device: Device,
     dim: usize,
     batch_size: usize,
 }
@@ -43,7 +40,7 @@ impl MiniLmEmbedder {
             serde_json::from_str(&config_text).map_err(|e| load("config.json", &e))?;
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| load("tokenizer.json", &e))?;
-        // Padding is done per batch below; truncation at the model's trained length.
+        // Sequences are packed without padding; truncation at the model's trained length.
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(tokenizers::TruncationParams {
@@ -51,17 +48,6 @@ impl MiniLmEmbedder {
                 ..Default::default()
             }))
             .map_err(|e| load("tokenizer.json", &e))?;
-        let device = Device::Cpu;
-        // SAFETY: the file is mapped read-only and mnemo never writes model files while running.
-        let vb = unsafe {
-            VarBuilder::from_mmaped_safetensors(
-                &[dir.join("model.safetensors")],
-                DType::F32,
-                &device,
-            )
-        }
-        .map_err(|e| load("model.safetensors", &e))?;
-        let model = BertModel::load(vb, &config).map_err(|e| load("model.safetensors", &e))?;
         let fast = FastBert::load(
             &dir.join("model.safetensors"),
             config.hidden_size,
@@ -70,63 +56,11 @@ impl MiniLmEmbedder {
             config.layer_norm_eps as f32,
         )?;
         Ok(Self {
-            model,
             fast,
             tokenizer,
-            device,
             dim: config.hidden_size,
             batch_size,
         })
-    }
-
-    /// Embeds with the candle model, padded batches and masked mean pooling: the reference.
-    pub fn embed_reference(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = Vec::new();
-        for chunk in texts.chunks(self.batch_size) {
-            out.extend(self.embed_chunk(chunk)?);
-        }
-        Ok(out)
-    }
-
-    /// One candle forward pass over texts of similar length.
-    fn embed_chunk(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let compute = |e: &dyn std::fmt::Display| EmbedError::Compute(e.to_string());
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| compute(&e))?;
-        let width = encodings
-            .iter()
-            .map(|e| e.get_ids().len())
-            .max()
-            .unwrap_or(1)
-            .max(1);
-        let rows = encodings.len();
-        let mut ids = vec![0u32; rows * width];
-        let mut mask = vec![0u32; rows * width];
-        for (r, enc) in encodings.iter().enumerate() {
-            for (c, &id) in enc.get_ids().iter().enumerate() {
-                ids[r * width + c] = id;
-                mask[r * width + c] = 1;
-            }
-        }
-        let ids = Tensor::from_vec(ids, (rows, width), &self.device).map_err(|e| compute(&e))?;
-        let mask = Tensor::from_vec(mask, (rows, width), &self.device).map_err(|e| compute(&e))?;
-        let types = ids.zeros_like().map_err(|e| compute(&e))?;
-        let hidden = self
-            .model
-            .forward(&ids, &types, Some(&mask))
-            .map_err(|e| compute(&e))?;
-        let pooled = (|| {
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-            let counts = mask.sum(1)?;
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
-            mean.broadcast_div(&norms)?.to_vec2::<f32>()
-        })()
-        .map_err(|e: candle_core::Error| compute(&e))?;
-        Ok(pooled)
     }
 }
 
@@ -166,6 +100,63 @@ impl Embedder for MiniLmEmbedder {
 mod tests {
     use super::*;
     use crate::embed::cosine;
+    use candle_core::{DType, Device, Tensor};
+    use candle_nn::VarBuilder;
+    use candle_transformers::models::bert::BertModel;
+
+    /// The straightforward candle model, padded batches and masked mean pooling: the
+    /// reference the fast path is checked against.
+    fn embed_reference(model: &MiniLmEmbedder, texts: &[&str]) -> Vec<Vec<f32>> {
+        let dir = mnemo_protocol::paths::test_model_dir();
+        let config: BertConfig =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap())
+                .unwrap();
+        let device = Device::Cpu;
+        // SAFETY: the model file is not modified while the test runs.
+        let vb = unsafe {
+            VarBuilder::from_mmaped_safetensors(
+                &[dir.join("model.safetensors")],
+                DType::F32,
+                &device,
+            )
+        }
+        .unwrap();
+        let bert = BertModel::load(vb, &config).unwrap();
+        let mut out = Vec::new();
+        for chunk in texts.chunks(model.batch_size) {
+            let encodings = model.tokenizer.encode_batch(chunk.to_vec(), true).unwrap();
+            let width = encodings
+                .iter()
+                .map(|e| e.get_ids().len())
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            let rows = encodings.len();
+            let mut ids = vec![0u32; rows * width];
+            let mut mask = vec![0u32; rows * width];
+            for (r, enc) in encodings.iter().enumerate() {
+                for (c, &id) in enc.get_ids().iter().enumerate() {
+                    ids[r * width + c] = id;
+                    mask[r * width + c] = 1;
+                }
+            }
+            let ids = Tensor::from_vec(ids, (rows, width), &device).unwrap();
+            let mask = Tensor::from_vec(mask, (rows, width), &device).unwrap();
+            let types = ids.zeros_like().unwrap();
+            let hidden = bert.forward(&ids, &types, Some(&mask)).unwrap();
+            let mask = mask.to_dtype(DType::F32).unwrap().unsqueeze(2).unwrap();
+            let summed = hidden.broadcast_mul(&mask).unwrap().sum(1).unwrap();
+            let mean = summed.broadcast_div(&mask.sum(1).unwrap()).unwrap();
+            let norms = mean.sqr().unwrap().sum_keepdim(1).unwrap().sqrt().unwrap();
+            out.extend(
+                mean.broadcast_div(&norms)
+                    .unwrap()
+                    .to_vec2::<f32>()
+                    .unwrap(),
+            );
+        }
+        out
+    }
 
     /// The model fetched by packaging/fetch-model.sh, or None with a note saying how to get it.
     pub(crate) fn test_model() -> Option<MiniLmEmbedder> {
@@ -240,7 +231,7 @@ mod tests {
         let texts = varied_texts();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let fast = model.embed(&refs).unwrap();
-        let reference = model.embed_reference(&refs).unwrap();
+        let reference = embed_reference(&model, &refs);
         let worst = fast
             .iter()
             .zip(&reference)
