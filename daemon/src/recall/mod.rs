@@ -183,28 +183,15 @@ impl Recall {
             ms(retrieved),
             ms(started.elapsed())
         );
-        // Only the answered few are read whole.
-        let (records, explains): (Vec<_>, Vec<_>) = ranked
+        let hits = ranked
             .into_iter()
             .take(k)
-            .map(|(candidate, explain)| (candidate.record, explain))
-            .unzip();
-        let mut explains: HashMap<String, ScoreExplain> =
-            records.iter().map(|r| r.id.clone()).zip(explains).collect();
-        let hits = store
-            .with_texts(records)
-            .await?
-            .into_iter()
-            .filter_map(|record| {
-                let explain = explains.remove(&record.id)?;
-                Some(SearchHit {
-                    memory: record.to_protocol(),
-                    score: explain.score,
-                    explain: p.explain.then_some(explain),
-                })
+            .map(|(candidate, explain)| SearchHit {
+                memory: candidate.record.to_protocol(),
+                score: explain.score,
+                explain: p.explain.then_some(explain),
             })
             .collect::<Vec<SearchHit>>();
-        tracing::debug!("search: texts read at {:.1} ms", ms(started.elapsed()));
         self.access.record(hits.iter().map(|h| h.memory.id.clone()));
         self.searches.fetch_add(1, Ordering::Relaxed);
         Ok(SearchResult {
@@ -293,7 +280,10 @@ impl Recall {
             let lineages: Vec<String> = spread.keys().cloned().collect();
             let reached = self
                 .store
-                .ranking_rows(&predicate.clone().and(col("lineage").one_of(&lineages)))
+                .plain_rows(
+                    &predicate.clone().and(col("lineage").one_of(&lineages)),
+                    None,
+                )
                 .await?;
             for record in reached {
                 let Some(s) = spread.get(&record.lineage) else {

@@ -1,7 +1,5 @@
 //! Reads of the `memories` table: by id, pages, lineages, and the two retrievers.
 
-use std::collections::HashMap;
-
 use lancedb::arrow::arrow_array::RecordBatch;
 use lancedb::query::ColumnOrdering;
 use lancedb::query::{QueryBase, Select};
@@ -10,9 +8,6 @@ use super::schema::{columns_without_vector, float_column, from_batch, MemoryReco
 use super::seal::Sealing;
 use super::sql::{col, read, Filtered, Pred};
 use super::{Store, StoreError};
-
-/// The columns a retriever leaves for [`Store::with_texts`].
-const TEXT_COLUMNS: [&str; 2] = ["content", "metadata"];
 
 /// A row a retriever returned, with its raw score (`_distance` or `_score`).
 #[derive(Debug, Clone)]
@@ -26,54 +21,11 @@ impl Store {
         Select::columns(&columns_without_vector(&self.schema))
     }
 
-    /// What ranking reads: the plain columns but the texts (content and metadata, the bulk
-    /// of a row), which only the few answered need ([`Store::with_texts`]); plus a
-    /// retriever's score column when given, asked for by name as LanceDB wants.
-    fn ranking_columns(&self, score: Option<&str>) -> Select {
-        let mut columns: Vec<String> = columns_without_vector(&self.schema)
-            .into_iter()
-            .filter(|c| !TEXT_COLUMNS.contains(&c.as_str()))
-            .collect();
-        columns.extend(score.map(str::to_string));
+    /// The plain columns plus a retriever's score column, asked for by name as LanceDB wants.
+    fn columns_with(&self, score: &str) -> Select {
+        let mut columns = columns_without_vector(&self.schema);
+        columns.push(score.to_string());
         Select::columns(&columns)
-    }
-
-    /// Rows matching `predicate` as ranking reads them: without vectors and texts.
-    pub async fn ranking_rows(&self, predicate: &Pred) -> Result<Vec<MemoryRecord>, StoreError> {
-        let query = self
-            .memories
-            .query()
-            .filtered(predicate)
-            .select(self.ranking_columns(None));
-        let batches = read(&query).await?;
-        self.rows(&batches)
-    }
-
-    /// `records` (read without their texts) with their content and metadata, in one read by
-    /// id; a row gone since (forgotten meanwhile) is left out.
-    pub async fn with_texts(
-        &self,
-        mut records: Vec<MemoryRecord>,
-    ) -> Result<Vec<MemoryRecord>, StoreError> {
-        if records.is_empty() {
-            return Ok(records);
-        }
-        let ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
-        let mut texts: HashMap<String, MemoryRecord> = self
-            .columns_of(&col("id").one_of(&ids), &TEXT_COLUMNS)
-            .await?
-            .into_iter()
-            .map(|r| (r.id.clone(), r))
-            .collect();
-        records.retain_mut(|r| match texts.remove(&r.id) {
-            Some(t) => {
-                r.content = t.content;
-                r.metadata = t.metadata;
-                true
-            }
-            None => false,
-        });
-        Ok(records)
     }
 
     /// The rows of `batches`, opened (in an encrypted store, content and metadata decrypted).
@@ -206,8 +158,7 @@ impl Store {
 
     /// Nearest neighbours by cosine distance among vectors of the configured model (another
     /// model's vectors live in another space): through the ANN index once it exists (rows
-    /// added since are compared one by one), or, with `exact`, with every vector. Rows come
-    /// without their texts, as ranking reads them.
+    /// added since are compared one by one), or, with `exact`, with every vector.
     pub async fn vector_search(
         &self,
         vector: &[f32],
@@ -226,7 +177,7 @@ impl Store {
             .search_effort(self.config.ann_search_effort)?
             .refine_factor(self.config.ann_refine_factor)
             .filtered(&predicate)
-            .select(self.ranking_columns(Some("_distance")))
+            .select(self.columns_with("_distance"))
             .limit(limit);
         if exact {
             query = query.bypass_vector_index();
@@ -236,7 +187,7 @@ impl Store {
     }
 
     /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
-    /// full-text index. Rows come without their texts, as ranking reads them.
+    /// full-text index.
     pub async fn text_search(
         &self,
         text: &str,
@@ -251,7 +202,7 @@ impl Store {
             .query()
             .full_text_search(terms)
             .filtered(predicate)
-            .select(self.ranking_columns(Some("_score")))
+            .select(self.columns_with("_score"))
             .limit(limit);
         let batches = read(&query).await?;
         scored(&self.sealing, &batches, "_score")
