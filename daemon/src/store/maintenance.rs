@@ -284,19 +284,19 @@ pub async fn run(store: Arc<Store>, events: EventBus, shutdown: Shutdown) {
             _ = tick.tick() => {
                 let mut changed = false;
                 match store.maintain_indexes(FOLD_AFTER_ROWS).await {
-                    Ok(done) => done.into_iter().for_each(|what| {
-                        changed = true;
-                        publish(&events, what)
-                    }),
+                    Ok(done) => {
+                        changed |= !done.is_empty();
+                        done.into_iter().for_each(|what| publish(&events, what));
+                    }
                     Err(e) => tracing::warn!("index maintenance failed: {e}"),
                 }
                 // In this task, so no purge (which deletes unreferenced files) runs during a
                 // build.
                 match store.maintain_vector_index().await {
-                    Ok(done) => done.into_iter().for_each(|what| {
-                        changed = true;
-                        publish(&events, what)
-                    }),
+                    Ok(done) => {
+                        changed |= done.is_some();
+                        done.into_iter().for_each(|what| publish(&events, what));
+                    }
                     Err(e) => tracing::warn!("building the ANN index failed (retried later): {e}"),
                 }
                 // Status shows the indexes as they are after this pass (each step above read
