@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use lancedb::index::vector::IvfPqIndexBuilder;
 use lancedb::index::Index;
-use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction, OptimizeStats};
+use lancedb::table::{Duration as Age, OptimizeAction, OptimizeOptions, OptimizeStats};
 use lancedb::Table;
 
 use mnemo_protocol::daemon::IndexStatus;
@@ -24,6 +24,9 @@ use super::writer::{FOLD_AFTER_ROWS, SCALAR_INDEXES};
 /// Small fragments (one per small commit) past which maintenance compacts them; reads and
 /// commits slow down with every fragment.
 const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
+/// Small fragments of the memories past which maintenance merges them: every search reads
+/// its candidates' rows, and each fragment they are spread over costs it a read.
+const SMALL_MEMORY_FRAGMENTS: usize = 8;
 /// Versions of the bookkeeping tables younger than this are kept (and pruning runs this
 /// often): nothing reads their past, only a commit in flight needs its version.
 const BOOKKEEPING_VERSIONS_KEPT: Duration = Duration::from_secs(3600);
@@ -138,16 +141,12 @@ impl Store {
             self.writer.submit(WriteOp::BuildScalarIndexes).await?;
             done.push("built scalar indexes");
         }
-        let small = self
-            .memories
-            .stats()
-            .await?
-            .fragment_stats
-            .num_small_fragments;
-        if small >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
+        if writer::small_fragments(&self.memories).await? >= SMALL_MEMORY_FRAGMENTS {
             let _rewriting = self.rewrites.lock().await;
-            self.writer.submit(WriteOp::CompactSmall).await?;
-            done.push("compacted small fragments");
+            // Lance merges only fragments the indexes cover alike; those wait for a fold.
+            if self.writer.submit(WriteOp::CompactSmall).await? > 0 {
+                done.push("compacted small fragments");
+            }
         }
         Ok(done)
     }
@@ -197,11 +196,9 @@ impl Store {
     /// Merges `table`'s small fragments, through the writer.
     pub async fn compact(&self, table: &Table) -> Result<OptimizeStats, StoreError> {
         let _rewriting = self.rewrites.lock().await;
-        let action = OptimizeAction::Compact {
-            options: CompactionOptions::default(),
-            remap_options: None,
-        };
-        self.writer.optimize(table.clone(), action).await
+        self.writer
+            .optimize(table.clone(), writer::compact_small())
+            .await
     }
 
     /// Deletes `table`'s versions older than `age` and the files only they use.
@@ -217,18 +214,23 @@ impl Store {
     /// The bookkeeping tables (access log, snapshots, processes, runs, meta) take a commit
     /// per small append. Consolidation tidies them while idle; this keeps them from growing
     /// without bound through a long busy stretch: small fragments merged (each version's
-    /// manifest lists every fragment, so unmerged they grow quadratically), and with
-    /// `prune_older_than`, old versions deleted.
+    /// manifest lists every fragment, so unmerged they grow quadratically), new rows folded
+    /// into the indexes of those that have them (the edges' ends: unfolded, every walk scans
+    /// the table), and with `prune_older_than`, old versions deleted.
     pub async fn tidy_bookkeeping(
         &self,
         prune_older_than: Option<Duration>,
     ) -> Result<Vec<&'static str>, StoreError> {
         let mut done = Vec::new();
         for table in self.tables().iter().filter(|t| t.name() != super::MEMORIES) {
-            let small = table.stats().await?.fragment_stats.num_small_fragments;
-            if small >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
+            if writer::small_fragments(table).await? >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
                 self.compact(table).await?;
                 done.push("compacted bookkeeping tables");
+            }
+            if unindexed_rows(table).await? >= FOLD_AFTER_ROWS {
+                let fold = OptimizeAction::Index(OptimizeOptions::default());
+                self.writer.optimize(table.clone(), fold).await?;
+                done.push("folded new rows into the edge indexes");
             }
             if let Some(age) = prune_older_than {
                 self.prune(table, age).await?;
@@ -260,6 +262,16 @@ impl Store {
         }
         Ok(versions)
     }
+}
+
+/// Rows of `table` its first index does not cover yet (they are scanned one by one by every
+/// lookup); 0 for a table without indexes.
+async fn unindexed_rows(table: &Table) -> Result<usize, StoreError> {
+    let Some(index) = table.list_indices().await?.into_iter().next() else {
+        return Ok(0);
+    };
+    let stats = table.index_stats(&index.name).await?;
+    Ok(stats.map(|s| s.num_unindexed_rows).unwrap_or(0))
 }
 
 /// The maintenance task: a pass every 20 s, and a purge a short while after each forget
@@ -618,5 +630,91 @@ pub(super) mod tests {
         // Nothing was lost on the way.
         let tallies = store.runs().access_tallies(i64::MAX).await.unwrap();
         assert_eq!(tallies.len(), 70);
+    }
+
+    /// Maintenance merges the memories' small fragments once a few have gathered, so a
+    /// search's reads stay on few of them; nothing is lost on the way.
+    #[tokio::test]
+    async fn small_memory_fragments_are_merged_once_a_few_gather() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::test_store(dir.path()).await;
+        let fragments = || async {
+            store
+                .memories
+                .stats()
+                .await
+                .unwrap()
+                .fragment_stats
+                .num_fragments
+        };
+        let mut all = Vec::new();
+        for n in 0..super::SMALL_MEMORY_FRAGMENTS {
+            let row = memory(n);
+            store
+                .writer()
+                .submit(WriteOp::Insert(vec![row.clone()]))
+                .await
+                .unwrap();
+            all.push(row);
+        }
+        assert_eq!(fragments().await, super::SMALL_MEMORY_FRAGMENTS);
+        // Folded first: Lance merges only fragments the indexes cover alike.
+        let done = store.maintain_indexes(1).await.unwrap();
+        assert!(done.contains(&"compacted small fragments"), "{done:?}");
+        assert_eq!(fragments().await, 1);
+        assert_all_found(&store, &all, "after compaction").await;
+        // One new fragment is not worth a rewrite.
+        store
+            .writer()
+            .submit(WriteOp::Insert(vec![memory(99)]))
+            .await
+            .unwrap();
+        let done = store.maintain_indexes(1).await.unwrap();
+        assert!(!done.contains(&"compacted small fragments"), "{done:?}");
+    }
+
+    /// Edges are looked up by their ends through B-tree indexes; maintenance folds new edges
+    /// into them, or every walk would read the whole table.
+    #[tokio::test]
+    async fn new_edges_are_folded_into_the_edge_indexes() {
+        use mnemo_protocol::graph::{EdgeType, Node};
+
+        use super::super::edges::{EdgeFilter, EdgeRecord};
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::test_store(dir.path()).await;
+        let edges: Vec<EdgeRecord> = (0..super::FOLD_AFTER_ROWS)
+            .map(|i| {
+                let (a, b) = (
+                    Node::memory(&format!("m{i}")),
+                    Node::memory(&format!("m{}", i + 1)),
+                );
+                EdgeRecord::new("ns", a, b, EdgeType::TemporalSequence, 0.5, "test", 1)
+            })
+            .collect();
+        let table = store.edges().table().clone();
+        store
+            .writer()
+            .submit(store.edges().append(&edges).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(super::unindexed_rows(&table).await.unwrap(), edges.len());
+        let done = store.tidy_bookkeeping(None).await.unwrap();
+        assert_eq!(done, vec!["folded new rows into the edge indexes"]);
+        assert_eq!(super::unindexed_rows(&table).await.unwrap(), 0);
+        let found = store
+            .edges()
+            .touching(&["m7".to_string()], &EdgeFilter::default())
+            .await
+            .unwrap();
+        let mut ends: Vec<(String, String)> =
+            found.into_iter().map(|e| (e.src_id, e.dst_id)).collect();
+        ends.sort();
+        assert_eq!(
+            ends,
+            [("m6".into(), "m7".into()), ("m7".into(), "m8".into())]
+        );
+        // Nothing new: nothing to fold.
+        assert!(store.tidy_bookkeeping(None).await.unwrap().is_empty());
     }
 }

@@ -500,12 +500,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
         WriteOp::Delete(predicate) => Ok(table.delete(&predicate.sql()).await?.num_deleted_rows),
         WriteOp::Supersede { old, new } => supersede(memories, *old, *new).await,
         WriteOp::CompactSmall => {
-            let stats = table
-                .optimize(OptimizeAction::Compact {
-                    options: Default::default(),
-                    remap_options: None,
-                })
-                .await?;
+            let stats = table.optimize(compact_small()).await?;
             Ok(stats
                 .compaction
                 .map(|c| c.fragments_removed as u64)
@@ -605,16 +600,47 @@ async fn purge(memories: &Memories) -> Result<u64, StoreError> {
     Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))
 }
 
+/// Rows compaction fills a fragment with. Fragments this large are left alone, so one
+/// compaction rewrites about this many rows at most (about half a second here) however large
+/// the table, while a search's reads of scattered rows touch few fragments (at 100k rows,
+/// 60 fragments of 500 made reading 50 whole rows half again as slow as 2 fragments did).
+pub(super) const FRAGMENT_ROWS: usize = 32_768;
+
+/// Compaction that merges the fragments smaller than [`FRAGMENT_ROWS`].
+pub(super) fn compact_small() -> OptimizeAction {
+    OptimizeAction::Compact {
+        options: CompactionOptions {
+            target_rows_per_fragment: FRAGMENT_ROWS,
+            ..Default::default()
+        },
+        remap_options: None,
+    }
+}
+
 /// Compaction that rewrites every fragment holding deleted rows without them.
 pub(super) fn rewrite_without_deleted() -> OptimizeAction {
     OptimizeAction::Compact {
         options: CompactionOptions {
+            target_rows_per_fragment: FRAGMENT_ROWS,
             materialize_deletions: true,
             materialize_deletions_threshold: 0.0,
             ..Default::default()
         },
         remap_options: None,
     }
+}
+
+/// The fragments of `table` smaller than [`FRAGMENT_ROWS`]: what [`compact_small`] merges.
+pub(super) async fn small_fragments(table: &Table) -> Result<usize, StoreError> {
+    let Some(native) = table.as_native() else {
+        return Ok(table.stats().await?.fragment_stats.num_small_fragments);
+    };
+    let manifest = native.manifest().await?;
+    Ok(manifest
+        .fragments
+        .iter()
+        .filter(|f| f.physical_rows.is_some_and(|rows| rows < FRAGMENT_ROWS))
+        .count())
 }
 
 /// Deletes every version but the current one, and unverified files too: only safe in the
