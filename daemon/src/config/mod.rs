@@ -177,7 +177,8 @@ pub struct StoreConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct SearchConfig {
     pub default_k: usize,
-    /// Candidates each retriever contributes before fusion, as a multiple of k (at least 50).
+    /// Candidates each retriever contributes before fusion, as a multiple of k (at least 50,
+    /// at most k + 250).
     pub candidate_factor: usize,
     /// Half-life of the recency component, in days.
     pub recency_half_life_days: f32,

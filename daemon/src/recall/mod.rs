@@ -93,7 +93,7 @@ impl Recall {
             return Err(Error::invalid(format!("k is {k}; it must be 1–{MAX_K}")));
         }
         let predicate = predicate(&p.filter).map_err(|e| Error::invalid(e.to_string()))?;
-        let pool = (k * self.config.candidate_factor).max(50);
+        let pool = candidate_pool(k, self.config.candidate_factor);
         let store = &self.store;
 
         // Vectors of the configured model only (rows waiting to be re-embedded are found by
@@ -299,6 +299,17 @@ impl Recall {
     }
 }
 
+/// Candidates each retriever contributes for `k` results: `factor` times k, at least 50 —
+/// and for a long list (a context package asks for up to 200) at most k + [`MAX_EXTRA_CANDIDATES`]:
+/// what ranks below that in both lists rarely climbs into the top k, and every candidate
+/// is a row read.
+fn candidate_pool(k: usize, factor: usize) -> usize {
+    (k * factor).min(k + MAX_EXTRA_CANDIDATES).max(50)
+}
+
+/// See [`candidate_pool`].
+const MAX_EXTRA_CANDIDATES: usize = 250;
+
 fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -307,3 +318,19 @@ fn ms(d: std::time::Duration) -> f64 {
 const SPREAD_DECAY: f32 = 0.7;
 /// Edges weaker than this carry nothing (consolidation prunes them at 0.1 too).
 const MIN_SPREAD_WEIGHT: f32 = 0.1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_candidate_pool_is_a_multiple_of_k_at_least_50_and_bounded_for_long_lists() {
+        assert_eq!(candidate_pool(1, 5), 50);
+        assert_eq!(candidate_pool(10, 5), 50);
+        assert_eq!(candidate_pool(20, 5), 100);
+        assert_eq!(candidate_pool(50, 5), 250);
+        assert_eq!(candidate_pool(100, 5), 100 + MAX_EXTRA_CANDIDATES);
+        assert_eq!(candidate_pool(MAX_K, 5), MAX_K + MAX_EXTRA_CANDIDATES);
+        assert_eq!(candidate_pool(10, 1), 50);
+    }
+}
