@@ -171,6 +171,11 @@ pub struct StoreConfig {
     /// Seconds after a forget by which its content is gone from old versions and index
     /// files too (forgets within this window share one purge).
     pub purge_after_forget_secs: u64,
+    /// Memory LanceDB may keep loaded index pages in (Lance's own default is 6 GiB, and
+    /// every fold loads new pages while the old stay cached until that fills).
+    pub index_cache_mb: usize,
+    /// Memory LanceDB may keep file and version metadata in (Lance's default: 1 GiB).
+    pub metadata_cache_mb: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -269,6 +274,8 @@ impl Default for StoreConfig {
             ann_search_effort: 0.5,
             ann_refine_factor: 10,
             purge_after_forget_secs: 30,
+            index_cache_mb: 128,
+            metadata_cache_mb: 32,
         }
     }
 }
@@ -421,6 +428,9 @@ impl Config {
         }
         if !(1..=100).contains(&self.store.ann_refine_factor) {
             return bad("store.ann_refine_factor must be between 1 and 100");
+        }
+        if self.store.index_cache_mb < 8 || self.store.metadata_cache_mb < 8 {
+            return bad("store.index_cache_mb and store.metadata_cache_mb must be at least 8");
         }
         if self.store.purge_after_forget_secs > 3600 {
             return bad("store.purge_after_forget_secs must be at most 3600 (an hour)");
@@ -575,6 +585,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("http_url"), "{err}");
+    }
+
+    #[test]
+    fn lance_cache_sizes_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = load_text(dir.path(), "[store]\nindex_cache_mb = 0\n").unwrap_err();
+        assert!(err.to_string().contains("at least 8"), "{err}");
+        let ok = load_text(dir.path(), "[store]\nmetadata_cache_mb = 64\n").unwrap();
+        assert_eq!(
+            (ok.store.index_cache_mb, ok.store.metadata_cache_mb),
+            (128, 64)
+        );
     }
 
     #[test]

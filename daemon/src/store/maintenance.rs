@@ -4,6 +4,7 @@
 //! `store.purge_after_forget_secs`. The ANN vector index is built here too, beside the writer
 //! rather than through it, so that writes go on while it trains.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -169,6 +170,7 @@ impl Store {
             return Ok(None);
         };
         let _rewriting = self.rewrites.lock().await;
+        let _training = Training::start(&self.ann_training);
         let started = std::time::Instant::now();
         let partitions = ((state.rows as f64).sqrt() as u32).clamp(16, 4096);
         self.memories
@@ -261,6 +263,22 @@ impl Store {
             versions += pruned.prune.map(|p| p.old_versions).unwrap_or(0);
         }
         Ok(versions)
+    }
+}
+
+/// Marks an ANN training under way while it lives (cleared however the training ends).
+struct Training<'a>(&'a AtomicBool);
+
+impl<'a> Training<'a> {
+    fn start(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::Release);
+        Self(flag)
+    }
+}
+
+impl Drop for Training<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -686,8 +704,8 @@ pub(super) mod tests {
         let edges: Vec<EdgeRecord> = (0..super::FOLD_AFTER_ROWS)
             .map(|i| {
                 let (a, b) = (
-                    Node::memory(&format!("m{i}")),
-                    Node::memory(&format!("m{}", i + 1)),
+                    Node::memory(format!("m{i}")),
+                    Node::memory(format!("m{}", i + 1)),
                 );
                 EdgeRecord::new("ns", a, b, EdgeType::TemporalSequence, 0.5, "test", 1)
             })
@@ -716,5 +734,37 @@ pub(super) mod tests {
         );
         // Nothing new: nothing to fold.
         assert!(store.tidy_bookkeeping(None).await.unwrap().is_empty());
+    }
+
+    /// While an ANN index trains, folds wait (a fold's commit would void the training's);
+    /// once it ends they go ahead.
+    #[tokio::test]
+    async fn folds_wait_while_the_ann_index_trains() {
+        use std::sync::atomic::Ordering;
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::test_store(dir.path()).await;
+        let rows: Vec<_> = (0..5).map(memory).collect();
+        store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        store
+            .writer()
+            .submit(WriteOp::BuildScalarIndexes)
+            .await
+            .unwrap();
+        store
+            .writer()
+            .submit(WriteOp::Insert(vec![memory(5)]))
+            .await
+            .unwrap();
+        let unindexed = || async { store.index_state().await.unwrap().unindexed_rows };
+        let before = unindexed().await;
+        assert!(before > 0);
+        let training = super::Training::start(&store.ann_training);
+        store.writer().submit(WriteOp::FoldIndexes).await.unwrap();
+        assert_eq!(unindexed().await, before, "folded during a training");
+        drop(training);
+        assert!(!store.ann_training.load(Ordering::Acquire));
+        store.writer().submit(WriteOp::FoldIndexes).await.unwrap();
+        assert_eq!(unindexed().await, 0);
     }
 }

@@ -123,6 +123,8 @@ pub struct Store {
     config: StoreConfig,
     /// Set by the writer once the full-text index exists; it is never dropped while running.
     fts_ready: Arc<AtomicBool>,
+    /// Set while an ANN index trains (the writer holds its folds meanwhile).
+    ann_training: Arc<AtomicBool>,
     counts: Arc<Counts>,
     /// Wakes index maintenance to purge what a forget left in old versions.
     purge: tokio::sync::Notify,
@@ -151,7 +153,16 @@ impl Store {
         std::fs::create_dir_all(db_dir)
             .map_err(|e| StoreError::Lance(format!("cannot create {}: {e}", db_dir.display())))?;
         let uri = db_dir.to_string_lossy().to_string();
-        let db = lancedb::connect(&uri).execute().await?;
+        const MB: usize = 1024 * 1024;
+        let session = lancedb::Session::new(
+            config.index_cache_mb * MB,
+            config.metadata_cache_mb * MB,
+            Default::default(),
+        );
+        let db = lancedb::connect(&uri)
+            .session(Arc::new(session))
+            .execute()
+            .await?;
         let names = db.table_names().execute().await?;
         let memories = if names.iter().any(|n| n == MEMORIES) {
             db.open_table(MEMORIES).execute().await?
@@ -205,6 +216,7 @@ impl Store {
             .iter()
             .any(|i| i.columns.iter().any(|c| c == text_column));
         let fts_ready = Arc::new(AtomicBool::new(has_fts));
+        let ann_training = Arc::new(AtomicBool::new(false));
         let seal_progress = Arc::new(seal::SealProgress::default());
         let (writer, task) = writer::start(
             writer::Memories {
@@ -213,6 +225,7 @@ impl Store {
                 fts_ready: fts_ready.clone(),
                 counts: counts.clone(),
                 unfolded: Default::default(),
+                ann_training: ann_training.clone(),
                 sealing: sealing.clone(),
                 seal_progress: seal_progress.clone(),
             },
@@ -242,6 +255,7 @@ impl Store {
             embed_model: embed_model.to_string(),
             config: config.clone(),
             fts_ready,
+            ann_training,
             counts,
             purge: Default::default(),
             rewrites: Default::default(),

@@ -246,31 +246,58 @@ fn item(content: String, namespace: &str) -> AddParams {
 
 async fn ingest(socket: &Path, count: usize, clients: usize, batch: usize) -> anyhow::Result<()> {
     let run = format!("bench-ingest-{}", std::process::id());
+    let mut client = Client::connect(socket).await?;
+    let status = client.call::<Status>(&NoParams {}).await?;
+    println!(
+        "store: {} current memories before the run",
+        status.memories.total
+    );
+    // One client, one add at a time: the latency a user's add sees.
+    let mut took = Vec::new();
+    for i in 0..count.min(200) {
+        let started = Instant::now();
+        let text = chat_text(i + 2 * count);
+        client
+            .call::<mnemo_protocol::memory::Add>(&item(text, &run))
+            .await?;
+        took.push(started.elapsed());
+    }
+    took.sort();
+    println!(
+        "one add at a time: {}  ({} adds, one client)",
+        latency(&took),
+        took.len()
+    );
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
             let (socket, run) = (socket.to_path_buf(), run.clone());
             tokio::spawn(async move {
                 let mut client = Client::connect(&socket).await?;
+                let mut took = Vec::new();
                 for i in (c..count).step_by(clients) {
+                    let started = Instant::now();
                     client
                         .call::<mnemo_protocol::memory::Add>(&item(chat_text(i), &run))
                         .await?;
+                    took.push(started.elapsed());
                 }
-                anyhow::Ok(())
+                anyhow::Ok(took)
             })
         })
         .collect();
+    let mut took = Vec::new();
     for t in tasks {
-        t.await??;
+        took.extend(t.await??);
     }
+    took.sort();
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "single adds: {count} texts by {clients} clients in {secs:.2} s = {:.1} texts/s",
-        count as f64 / secs
+        "single adds: {count} texts by {clients} clients in {secs:.2} s = {:.1} texts/s; each {}",
+        count as f64 / secs,
+        latency(&took)
     );
 
-    let mut client = Client::connect(socket).await?;
     let started = Instant::now();
     for chunk in (0..count).collect::<Vec<_>>().chunks(batch) {
         let items = chunk
