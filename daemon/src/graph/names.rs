@@ -54,14 +54,12 @@ impl Gazetteer {
 
     /// Reads every current memory's entities (two columns, one pass); answers the names known.
     pub async fn load(&self) -> Result<usize, StoreError> {
-        let rows = self
-            .store
-            .columns_of(&current(), &["namespace", "entities"])
-            .await?;
         let mut loaded: HashMap<String, Names> = HashMap::new();
-        for r in &rows {
-            count(&mut loaded, r, &|k| k.to_string(), 1);
-        }
+        self.store
+            .each_with_columns(&current(), &["namespace", "entities"], |r| {
+                count(&mut loaded, &r, &|k| k.to_string(), 1);
+            })
+            .await?;
         let known = loaded.values().map(|n| n.mentions.len()).sum();
         // Replaces what was known: after `mnemo encrypt` every stored name is keyed.
         *self.write() = loaded;

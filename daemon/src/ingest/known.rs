@@ -21,6 +21,16 @@ use crate::store::{MemoryRecord, Store, StoreError};
 
 type Key = (String, String, Option<String>, Option<i64>);
 
+/// A key as kept for every current memory: 8 bytes instead of its strings (at 1M memories
+/// the strings took hundreds of MB). Two keys sharing a digest cost nothing but a lookup:
+/// a hit is checked against the stored row before it is trusted.
+fn digest(k: &Key) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    k.hash(&mut hasher);
+    hasher.finish()
+}
+
 fn key(r: &MemoryRecord) -> Key {
     (
         r.namespace.clone(),
@@ -33,7 +43,7 @@ fn key(r: &MemoryRecord) -> Key {
 /// Current memories by what they say, namespace, session and time.
 #[derive(Default)]
 pub struct KnownContent {
-    ids: Mutex<HashMap<Key, String>>,
+    ids: Mutex<HashMap<u64, Box<str>>>,
     /// Keys an add is storing right now; others with the same key wait for it.
     claims: Mutex<HashMap<Key, Arc<Notify>>>,
 }
@@ -56,7 +66,7 @@ impl Drop for Claim<'_> {
 }
 
 impl KnownContent {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Box<str>>> {
         self.ids.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -102,19 +112,19 @@ impl KnownContent {
 
     /// Reads the current memories' keys (a few columns, one pass).
     pub async fn load(&self, store: &Store) -> Result<usize, StoreError> {
-        let rows = store
-            .columns_of(
-                &current(),
-                &[
-                    "id",
-                    "namespace",
-                    "content_hash",
-                    "session_id",
-                    "occurred_at",
-                ],
-            )
+        let mut loaded: HashMap<u64, Box<str>> = HashMap::new();
+        let columns = [
+            "id",
+            "namespace",
+            "content_hash",
+            "session_id",
+            "occurred_at",
+        ];
+        store
+            .each_with_columns(&current(), &columns, |r| {
+                loaded.insert(digest(&key(&r)), r.id.into());
+            })
             .await?;
-        let loaded: HashMap<Key, String> = rows.into_iter().map(|r| (key(&r), r.id)).collect();
         let count = loaded.len();
         // Replaces what was known: after `mnemo encrypt` every stored hash is keyed.
         *self.lock() = loaded;
@@ -122,13 +132,14 @@ impl KnownContent {
     }
 
     pub fn insert(&self, r: &MemoryRecord) {
-        self.lock().insert(key(r), r.id.clone());
+        self.lock().insert(digest(&key(r)), r.id.as_str().into());
     }
 
     pub fn remove(&self, r: &MemoryRecord) {
         let mut ids = self.lock();
-        if ids.get(&key(r)) == Some(&r.id) {
-            ids.remove(&key(r));
+        let k = digest(&key(r));
+        if ids.get(&k).is_some_and(|id| **id == *r.id) {
+            ids.remove(&k);
         }
     }
 
@@ -143,7 +154,7 @@ impl KnownContent {
             let ids = self.lock();
             records
                 .iter()
-                .filter_map(|r| ids.get(&key(r)).cloned())
+                .filter_map(|r| ids.get(&digest(&key(r))).map(|id| id.to_string()))
                 .collect()
         };
         let mut stored: HashMap<Key, MemoryRecord> = HashMap::new();
@@ -187,7 +198,10 @@ mod tests {
         known.insert(&a);
         known.insert(&b);
         known.remove(&a);
-        assert_eq!(known.lock().get(&key(&b)), Some(&"b".to_string()));
+        assert_eq!(
+            known.lock().get(&digest(&key(&b))).map(|id| &**id),
+            Some("b")
+        );
         known.remove(&b);
         assert!(known.lock().is_empty());
     }

@@ -68,13 +68,31 @@ impl Store {
                 }
             }
         }
+        let mut rows = Vec::new();
+        self.each_with_columns(predicate, &columns, |r| rows.push(r))
+            .await?;
+        Ok(rows)
+    }
+
+    /// [`Store::columns_of`], handing each row to `each` as its batch is opened, so a pass
+    /// over a million memories never holds them all as records at once.
+    pub async fn each_with_columns(
+        &self,
+        predicate: &Pred,
+        columns: &[&str],
+        mut each: impl FnMut(MemoryRecord),
+    ) -> Result<(), StoreError> {
         let query = self
             .memories
             .query()
             .filtered(predicate)
-            .select(Select::columns(&columns));
-        let batches = read(&query).await?;
-        self.rows(&batches)
+            .select(Select::columns(columns));
+        for batch in read(&query).await? {
+            self.rows(std::slice::from_ref(&batch))?
+                .into_iter()
+                .for_each(&mut each);
+        }
+        Ok(())
     }
 
     /// Up to `limit` vectors of the configured model among rows matching `predicate`.
