@@ -365,7 +365,12 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     for ack in acks {
                         let _ = ack.send(Ok(0));
                     }
-                    fold(memories).await;
+                    if let Err(e) = fold(memories).await {
+                        // Only leaves the rows searched flat until the next fold.
+                        tracing::warn!(
+                            "folding new rows into the indexes failed (retried later): {e}"
+                        );
+                    }
                     return;
                 }
             }
@@ -458,15 +463,14 @@ async fn fold_indexes(table: &Table) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Takes the appended rows into the indexes (a failure only leaves them searched flat).
-async fn fold(memories: &Memories) {
-    if memories.ann_training.load(Ordering::Acquire) {
-        return;
+/// Takes the appended rows into the indexes, unless an ANN index is training (see
+/// [`Memories::ann_training`]).
+async fn fold(memories: &Memories) -> Result<(), StoreError> {
+    if !memories.ann_training.load(Ordering::Acquire) {
+        fold_indexes(&memories.table).await?;
+        memories.unfolded.store(0, Ordering::Relaxed);
     }
-    match fold_indexes(&memories.table).await {
-        Ok(_) => memories.unfolded.store(0, Ordering::Relaxed),
-        Err(e) => tracing::warn!("folding new rows into the indexes failed (retried later): {e}"),
-    }
+    Ok(())
 }
 
 async fn build_text_index(memories: &Memories) -> Result<(), StoreError> {
@@ -514,7 +518,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
                 .unwrap_or(0))
         }
         WriteOp::FoldIndexes => {
-            fold(memories).await;
+            fold(memories).await?;
             Ok(0)
         }
         WriteOp::BuildTextIndex => {
