@@ -222,6 +222,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     ));
     let maintenance = tokio::spawn(store::maintenance::run(
         store.clone(),
+        Duration::from_secs(config.consolidate.version_retention_hours * 3600),
         events.clone(),
         shutdown.clone(),
     ));

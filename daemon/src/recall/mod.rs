@@ -130,14 +130,14 @@ impl Recall {
         for (rank, hit) in vector_hits.into_iter().enumerate() {
             let c = candidates
                 .entry(hit.record.id.clone())
-                .or_insert_with(|| Candidate::new(hit.record));
+                .or_insert_with(|| Candidate::found(hit.record, hit.row_id));
             c.vector_rank = Some(rank + 1);
             c.vector_similarity = Some(1.0 - hit.raw);
         }
         for (rank, hit) in text_hits.into_iter().enumerate() {
             let c = candidates
                 .entry(hit.record.id.clone())
-                .or_insert_with(|| Candidate::new(hit.record));
+                .or_insert_with(|| Candidate::found(hit.record, hit.row_id));
             c.text_rank = Some(rank + 1);
             c.text_score = Some(hit.raw);
         }
@@ -177,19 +177,27 @@ impl Recall {
                 .for_each(name_them);
             ranked = fuse_and_rank(candidates, &settings, now);
         }
-        let ranked = self.lower_superseded(ranked, seen_at.is_some());
+        let mut ranked = self.lower_superseded(ranked, seen_at.is_some());
         tracing::debug!(
             "search: retrieved at {:.1} ms, ranked with the graph at {:.1} ms",
             ms(retrieved),
             ms(started.elapsed())
         );
+        ranked.truncate(k);
+        let wanted: Vec<(String, Option<u64>)> = ranked
+            .iter()
+            .map(|(c, _)| (c.record.id.clone(), c.row_id))
+            .collect();
+        let mut rows = store.complete(&wanted).await?;
         let hits = ranked
             .into_iter()
-            .take(k)
-            .map(|(candidate, explain)| SearchHit {
-                memory: candidate.record.to_protocol(),
-                score: explain.score,
-                explain: p.explain.then_some(explain),
+            // A row forgotten since it was found is no answer.
+            .filter_map(|(candidate, explain)| {
+                Some(SearchHit {
+                    memory: rows.remove(&candidate.record.id)?.to_protocol(),
+                    score: explain.score,
+                    explain: p.explain.then_some(explain),
+                })
             })
             .collect::<Vec<SearchHit>>();
         self.access.record(hits.iter().map(|h| h.memory.id.clone()));
@@ -280,16 +288,13 @@ impl Recall {
             let lineages: Vec<String> = spread.keys().cloned().collect();
             let reached = self
                 .store
-                .plain_rows(
-                    &predicate.clone().and(col("lineage").one_of(&lineages)),
-                    None,
-                )
+                .ranking_rows(&predicate.clone().and(col("lineage").one_of(&lineages)))
                 .await?;
-            for record in reached {
-                let Some(s) = spread.get(&record.lineage) else {
+            for row in reached {
+                let Some(s) = spread.get(&row.record.lineage) else {
                     continue;
                 };
-                let mut c = Candidate::new(record);
+                let mut c = Candidate::found(row.record, row.row_id);
                 c.graph = s.value;
                 c.graph_via = seed_ids.get(&s.via).cloned();
                 candidates.push(c);

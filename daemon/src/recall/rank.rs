@@ -11,7 +11,10 @@ const MICROS_PER_DAY: f32 = 86_400_000_000.0;
 
 #[derive(Debug, Clone)]
 pub struct Candidate {
+    /// The ranking columns only (`store::RANKING_COLUMNS`) until it is among the results.
     pub record: MemoryRecord,
+    /// Where the rest of its row is read from.
+    pub row_id: Option<u64>,
     pub vector_rank: Option<usize>,
     pub vector_similarity: Option<f32>,
     pub text_rank: Option<usize>,
@@ -26,9 +29,18 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// A candidate a read found at `row_id`.
+    pub fn found(record: MemoryRecord, row_id: Option<u64>) -> Self {
+        Self {
+            row_id,
+            ..Self::new(record)
+        }
+    }
+
     pub fn new(record: MemoryRecord) -> Self {
         Self {
             record,
+            row_id: None,
             vector_rank: None,
             vector_similarity: None,
             text_rank: None,
