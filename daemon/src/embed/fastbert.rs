@@ -16,8 +16,12 @@ struct Norm {
     beta: Vec<f32>,
 }
 
-/// `y = x·Wᵀ + b` with W stored `[out, in]` row-major, as PyTorch saves it.
+/// `y = x·Wᵀ + b`. PyTorch saves W `[out, in]`; it is kept transposed, `[in, out]` row-major,
+/// because gemm packs a right-hand side read across its rows on every call: for one query's
+/// dozen tokens that packing was most of the work (24 products 6.8 → 2.1 ms, and no slower
+/// for a batch of 640 tokens).
 struct Linear {
+    /// Wᵀ, `[in, out]` row-major.
     w: Vec<f32>,
     b: Vec<f32>,
     inp: usize,
@@ -59,7 +63,7 @@ impl Linear {
             x,
             (inp, 1),
             &self.w,
-            (1, inp),
+            (out, 1),
             1.0,
             threads,
         );
@@ -82,6 +86,29 @@ impl Norm {
             }
         }
     }
+}
+
+/// The `[cols, rows]` transpose of a `[rows, cols]` row-major matrix.
+fn transposed(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0; m.len()];
+    for (r, row) in m.chunks_exact(cols).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            t[c * rows + r] = v;
+        }
+    }
+    t
+}
+
+/// Row-major matrices of `rows` rows each, joined column-wise: `[A | B | C]`.
+fn side_by_side(parts: &[&[f32]], rows: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for r in 0..rows {
+        for p in parts {
+            let cols = p.len() / rows;
+            out.extend_from_slice(&p[r * cols..][..cols]);
+        }
+    }
+    out
 }
 
 /// GELU in place, `0.5·x·(1 + erf(x/√2))`, over a whole slice so the loop vectorises.
@@ -153,7 +180,7 @@ impl FastBert {
             let w = get(&format!("{p}.weight"))?;
             let out = w.len() / inp;
             Ok(Linear {
-                w,
+                w: transposed(&w, out, inp),
                 b: get(&format!("{p}.bias"))?,
                 inp,
                 out,
@@ -167,9 +194,9 @@ impl FastBert {
                 linear(&format!("{p}.attention.self.key"), hidden)?,
                 linear(&format!("{p}.attention.self.value"), hidden)?,
             );
-            // Q, K and V in one product: their weight rows stacked.
+            // Q, K and V in one product: their weights side by side.
             let qkv = Linear {
-                w: [q.w, k.w, v.w].concat(),
+                w: side_by_side(&[&q.w, &k.w, &v.w], hidden),
                 b: [q.b, k.b, v.b].concat(),
                 inp: hidden,
                 out: 3 * hidden,
@@ -311,6 +338,19 @@ impl FastBert {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn weights_are_transposed_and_joined_column_wise() {
+        // [[1, 2, 3], [4, 5, 6]]ᵀ
+        assert_eq!(
+            super::transposed(&[1., 2., 3., 4., 5., 6.], 2, 3),
+            [1., 4., 2., 5., 3., 6.]
+        );
+        assert_eq!(
+            super::side_by_side(&[&[1., 2.], &[3., 4., 5., 6.]], 2),
+            [1., 3., 4., 2., 5., 6.]
+        );
+    }
+
     #[test]
     fn erf_matches_libm_everywhere() {
         let worst = (-60_000..=60_000)
