@@ -93,6 +93,15 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::umask(0o077);
     }
+    // glibc gives every thread that allocates its own 64 MB arena and keeps what each freed:
+    // with Lance's and Tokio's threads that held 578 MB allocated at 100k memories after a
+    // search bench, 358 MB with two arenas, at the same latency. Set before any thread starts.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tuning; no allocation is in flight on
+    // another thread yet.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
     mnemo_protocol::manpage::print_if_asked(<Cli as clap::CommandFactory>::command);
     let cli = Cli::parse();
     let args = cli.args;

@@ -58,6 +58,24 @@ pub struct StatusResult {
     /// The memories' indexes as index maintenance last saw them (it looks every 20 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexes: Option<IndexStatus>,
+    /// The Cargo profile mnemod was built with (`release`, `debug`): figures from a debug
+    /// build are 10–50× slower.
+    #[serde(default)]
+    pub build: String,
+    /// mnemod's memory now, where the system says (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<ProcessMemory>,
+}
+
+/// A process's resident memory, split into what it allocated and what it maps from files
+/// (its own program's pages, which the kernel shares with the page cache and may drop).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessMemory {
+    pub rss_bytes: u64,
+    /// Allocated memory (heap, caches, the model's weights).
+    pub anon_bytes: u64,
+    /// Mapped file pages (mostly mnemod's own code).
+    pub file_bytes: u64,
 }
 
 /// How searches find the memories: the vector leg through the ANN index or by comparing

@@ -113,6 +113,13 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
         last_context: engine.context.last(),
         watch: engine.watch.status(),
         indexes: engine.store.last_index_state(),
+        build: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+        .into(),
+        memory: crate::hardware::own_memory(),
     })
 }
 

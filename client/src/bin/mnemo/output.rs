@@ -55,6 +55,14 @@ impl Output {
                 "  queues     {} in flight, {} writes pending, {} embeds pending, {} connections",
                 q.in_flight_requests, q.pending_writes, q.pending_embeds, q.connections
             ));
+            if let Some(m) = &s.memory {
+                lines.push(format!(
+                    "  memory     RSS {:.0} MB: {:.0} MB allocated, {:.0} MB mapped files (its own code)",
+                    m.rss_bytes as f64 / 1e6,
+                    m.anon_bytes as f64 / 1e6,
+                    m.file_bytes as f64 / 1e6
+                ));
+            }
             lines.push(format!("  encryption {}", encryption_text(&s.encryption)));
             if let Some(r) = &s.reembed {
                 lines.push(format!(

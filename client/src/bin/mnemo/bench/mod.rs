@@ -13,6 +13,7 @@ use mnemo_protocol::daemon::Status;
 use mnemo_protocol::memory::{
     AddBatch, AddBatchParams, AddParams, Filter, List, ListParams, Search, SearchMode, SearchParams,
 };
+use mnemo_protocol::system::{Profile, SystemProfile};
 use mnemo_protocol::NoParams;
 use serde_json::Value;
 
@@ -118,6 +119,12 @@ enum BenchWhat {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// What an idle mnemod costs: its CPU (share of one core) over a quiet window, its
+    /// resident memory and the memories it holds. Send it no work meanwhile. Linux only.
+    Idle {
+        #[arg(long, default_value_t = 30)]
+        secs: u64,
+    },
 }
 
 pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
@@ -129,10 +136,18 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
         .find(|c| c.name == "embedder")
         .map(|c| c.detail.clone())
         .unwrap_or_default();
+    let machine = client.call::<Profile>(&NoParams {}).await?;
     println!(
-        "mnemod {} at {}; embedder: {embedder}",
-        status.version, status.socket
+        "mnemod {} ({} build) at {}; embedder: {embedder}",
+        status.version,
+        if status.build.is_empty() {
+            "unknown"
+        } else {
+            &status.build
+        },
+        status.socket
     );
+    println!("machine: {}", describe_machine(&machine));
     match args.what {
         BenchWhat::Ingest {
             count,
@@ -177,6 +192,7 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
         } => triggers::run(socket, episodes, queries, seed).await,
         BenchWhat::Fuzz { frames, seed } => fuzz::fuzz(socket, frames, seed).await,
         BenchWhat::Load { clients, ops, seed } => load::load(socket, clients, ops, seed).await,
+        BenchWhat::Idle { secs } => idle(&mut client, status.pid, secs).await,
     }
 }
 
@@ -471,8 +487,74 @@ async fn search(
             latency(&exact_took),
             found as f64 / wanted.max(1) as f64
         );
+        println!("  mnemod at {size}: {}", resident(client).await?);
     }
     Ok(())
+}
+
+/// CPU seconds (user + system) process `pid` has used, from `/proc/<pid>/stat`.
+fn cpu_secs(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).with_context(|| {
+        format!("reading /proc/{pid}/stat (the idle bench needs Linux and mnemod on this machine)")
+    })?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    Ok((ticks(11) + ticks(12)) / USER_HZ)
+}
+
+/// The unit of `/proc/<pid>/stat`'s times: Linux fixes USER_HZ at 100 on every architecture.
+const USER_HZ: f64 = 100.0;
+
+async fn idle(client: &mut Client, pid: u32, secs: u64) -> anyhow::Result<()> {
+    let status = client.call::<Status>(&NoParams {}).await?;
+    let before = cpu_secs(pid)?;
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let used = cpu_secs(pid)? - before;
+    let wall = started.elapsed().as_secs_f64();
+    println!(
+        "idle over {wall:.0} s at {} memories: CPU {:.2}% of one core; {}",
+        status.memories.total,
+        100.0 * used / wall,
+        resident(client).await?
+    );
+    Ok(())
+}
+
+/// The CPU, its cores and the RAM, as mnemod detected them.
+fn describe_machine(p: &SystemProfile) -> String {
+    format!(
+        "{} ({} cores, {} threads), {:.1} GiB RAM, {} {}",
+        p.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        p.cpu_cores.map_or("?".into(), |c| c.to_string()),
+        p.cpu_threads,
+        p.ram_total_bytes as f64 / (1u64 << 30) as f64,
+        p.os_name.as_deref().unwrap_or(""),
+        p.arch
+    )
+}
+
+/// mnemod's resident memory now: in all, and what it allocated apart from its mapped code.
+pub(crate) async fn resident(client: &mut Client) -> anyhow::Result<String> {
+    let status = client.call::<Status>(&NoParams {}).await?;
+    let mb = |b: u64| b as f64 / 1e6;
+    Ok(match status.memory {
+        Some(m) => format!(
+            "RSS {:.0} MB ({:.0} MB allocated, {:.0} MB mapped files: its own code)",
+            mb(m.rss_bytes),
+            mb(m.anon_bytes),
+            mb(m.file_bytes)
+        ),
+        None => "RSS not reported on this system".into(),
+    })
 }
 
 /// Waits (up to 10 minutes) until index maintenance has built and folded in what it would,
