@@ -128,6 +128,8 @@ pub struct Store {
     counts: Arc<Counts>,
     /// Wakes index maintenance to purge what a forget left in old versions.
     purge: tokio::sync::Notify,
+    /// Wakes index maintenance to fold new rows into the indexes (the writer counts them).
+    fold_due: Arc<tokio::sync::Notify>,
     /// Held by whatever rewrites the memories' files (compaction, purge) and by an ANN index
     /// build, which a rewrite under way would void (or, for a purge, whose files it deletes).
     rewrites: tokio::sync::Mutex<()>,
@@ -217,6 +219,7 @@ impl Store {
             .any(|i| i.columns.iter().any(|c| c == text_column));
         let fts_ready = Arc::new(AtomicBool::new(has_fts));
         let ann_training = Arc::new(AtomicBool::new(false));
+        let fold_due = Arc::new(tokio::sync::Notify::new());
         let seal_progress = Arc::new(seal::SealProgress::default());
         let (writer, task) = writer::start(
             writer::Memories {
@@ -225,6 +228,7 @@ impl Store {
                 fts_ready: fts_ready.clone(),
                 counts: counts.clone(),
                 unfolded: Default::default(),
+                fold_due: fold_due.clone(),
                 ann_training: ann_training.clone(),
                 sealing: sealing.clone(),
                 seal_progress: seal_progress.clone(),
@@ -256,6 +260,7 @@ impl Store {
             config: config.clone(),
             fts_ready,
             ann_training,
+            fold_due,
             counts,
             purge: Default::default(),
             rewrites: Default::default(),

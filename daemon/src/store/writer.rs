@@ -82,6 +82,27 @@ pub enum WriteOp {
 }
 
 impl WriteOp {
+    /// What the op does, for the log.
+    fn name(&self) -> &'static str {
+        match self {
+            WriteOp::Insert(_) => "adding memories",
+            WriteOp::Upsert(_) => "replacing memories",
+            WriteOp::Supersede { .. } => "a new version",
+            WriteOp::Delete(_) => "deleting memories",
+            WriteOp::Patch { .. } => "patching memories",
+            WriteOp::FoldIndexes => "folding into indexes",
+            WriteOp::CompactSmall => "compacting small fragments",
+            WriteOp::BuildTextIndex => "building the full-text index",
+            WriteOp::BuildScalarIndexes => "building scalar indexes",
+            WriteOp::Purge => "purging forgotten content",
+            WriteOp::Update { .. } => "updating memories",
+            WriteOp::Append { .. } => "appending",
+            WriteOp::Merge { .. } => "merging rows",
+            WriteOp::DeleteWhere { .. } => "deleting rows",
+            WriteOp::Seal { .. } => "sealing",
+        }
+    }
+
     fn rows(&self) -> usize {
         match self {
             WriteOp::Insert(r) | WriteOp::Upsert(r) => r.len(),
@@ -237,6 +258,8 @@ pub(super) struct Memories {
     pub counts: Arc<Counts>,
     /// Rows appended since the indexes last took in new rows.
     pub unfolded: AtomicUsize,
+    /// Wakes index maintenance to fold them in once [`FOLD_AFTER_ROWS`] have gathered.
+    pub fold_due: Arc<tokio::sync::Notify>,
     /// Set while an ANN index trains beside the writer: a fold commits the indexes too, and
     /// every fold during a training made its commit lose (at 400k rows under steady ingest
     /// a 75 s training lost every time, and the index never came). Folds wait until it ends.
@@ -310,9 +333,12 @@ async fn run(
         // Commit runs of the same sort together, in arrival order.
         let mut rest = batch.into_iter().peekable();
         while let Some(head) = rest.next() {
+            let started = Instant::now();
             let (op, ack) = match head {
                 Job::Optimize(o) => {
+                    let what = optimize_name(&o.action);
                     let result = o.table.optimize(o.action).await.map_err(StoreError::from);
+                    held(started, what, o.table.name());
                     let _ = o.ack.send(result);
                     commits.fetch_add(1, Ordering::Relaxed);
                     pending.fetch_sub(1, Ordering::Relaxed);
@@ -330,7 +356,9 @@ async fn run(
                 }
             }
             let run_rows: usize = run.iter().map(|(op, _)| op.rows()).sum();
+            let what = run[0].0.name();
             commit_run(&memories, run).await;
+            held(started, what, &format!("{run_rows} rows"));
             commits.fetch_add(1, Ordering::Relaxed);
             pending.fetch_sub(run_rows, Ordering::Relaxed);
         }
@@ -339,6 +367,29 @@ async fn run(
 }
 
 type Ack = oneshot::Sender<Result<u64, StoreError>>;
+
+/// Writes wait while one commit runs: one that held them longer than this is logged, so a
+/// stall shows in the log with its cause.
+const LONG_COMMIT: Duration = Duration::from_millis(250);
+
+fn held(started: Instant, what: &str, detail: &str) {
+    let took = started.elapsed();
+    if took >= LONG_COMMIT {
+        tracing::info!(
+            "writer: {what} ({detail}) held writes for {:.2} s",
+            took.as_secs_f64()
+        );
+    }
+}
+
+fn optimize_name(action: &OptimizeAction) -> &'static str {
+    match action {
+        OptimizeAction::Compact { .. } => "compaction",
+        OptimizeAction::Prune { .. } => "pruning old versions",
+        OptimizeAction::Index(_) => "folding into indexes",
+        _ => "optimizing",
+    }
+}
 
 async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
     let (ops, acks): (Vec<WriteOp>, Vec<Ack>) = run.into_iter().unzip();
@@ -362,16 +413,11 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                 ensure_text_index(memories).await;
                 let unfolded = memories.unfolded.fetch_add(rows.len(), Ordering::Relaxed);
                 if unfolded + rows.len() >= FOLD_AFTER_ROWS {
-                    for ack in acks {
-                        let _ = ack.send(Ok(0));
-                    }
-                    if let Err(e) = fold(memories).await {
-                        // Only leaves the rows searched flat until the next fold.
-                        tracing::warn!(
-                            "folding new rows into the indexes failed (retried later): {e}"
-                        );
-                    }
-                    return;
+                    // Index maintenance folds them beside the writer: at 1M memories a fold
+                    // takes seconds (the full-text index's alone 4.7 s), and run here every
+                    // write waited for it.
+                    memories.unfolded.store(0, Ordering::Relaxed);
+                    memories.fold_due.notify_one();
                 }
             }
             result
@@ -445,7 +491,7 @@ const MAX_INDEX_SEGMENTS: usize = 4;
 
 /// Folds new rows into every index of `table`: as a new segment, or, once the ANN index has
 /// [`MAX_INDEX_SEGMENTS`], by merging its segments into one.
-async fn fold_indexes(table: &Table) -> Result<(), StoreError> {
+pub(super) async fn fold_indexes(table: &Table) -> Result<(), StoreError> {
     let mut segments = 0;
     for index in table.list_indices().await? {
         if index.columns.iter().any(|c| c == "vector") {
