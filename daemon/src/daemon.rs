@@ -214,6 +214,8 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     );
     // Signal handlers exist before anyone is told we are ready, so a prompt SIGTERM is graceful.
     tokio::spawn(stop_on_signal(shutdown.clone(), Signals::install()?));
+    // Start-up made and dropped copies of the model's weights and passes over every memory.
+    crate::process::release_freed_memory();
     readiness::announce(options.ready_fd);
 
     let entity_writer = tokio::spawn(crate::graph::entities::keep_written(

@@ -24,6 +24,7 @@ mod living;
 mod llm;
 mod lock;
 mod paging;
+mod process;
 mod readiness;
 mod recall;
 mod server;

@@ -25,6 +25,31 @@ async fn fuzzed_frames_get_proper_replies_and_mnemod_stays_up() {
     assert!(status.is_ok(), "{status:?}");
 }
 
+/// `mnemo bench idle` reads mnemod's CPU time and memory at rest and names the machine and
+/// the build it measures.
+#[cfg(target_os = "linux")]
+#[test]
+fn bench_idle_reports_cpu_and_memory_at_rest() {
+    let daemon = Daemon::start();
+    let out = daemon.cli(&["bench", "idle", "--secs", "1"], "");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("build) at "), "{text}");
+    assert!(text.contains("machine: "), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("idle over"))
+        .expect(&text);
+    assert!(
+        line.contains("% of one core") && line.contains("MB allocated"),
+        "{line}"
+    );
+}
+
 #[test]
 fn concurrent_clients_lose_nothing_and_forgotten_memories_are_gone() {
     let daemon = Daemon::start();

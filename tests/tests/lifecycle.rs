@@ -49,6 +49,20 @@ async fn hello_and_status_describe_the_daemon() {
         "{embedder:?}"
     );
     assert!(status.queues.connections >= 1);
+    // The build it runs and, on Linux, its memory split into allocated and mapped code.
+    assert!(
+        ["debug", "release"].contains(&status.build.as_str()),
+        "{}",
+        status.build
+    );
+    if cfg!(target_os = "linux") {
+        let m = status.memory.expect("Linux reports mnemod's memory");
+        assert!(m.anon_bytes > 0 && m.file_bytes > 0, "{m:?}");
+        assert!(
+            m.anon_bytes + m.file_bytes <= m.rss_bytes + (1 << 20),
+            "{m:?}"
+        );
+    }
 }
 
 #[tokio::test]

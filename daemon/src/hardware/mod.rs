@@ -18,7 +18,6 @@ use mnemo_protocol::system::{
 };
 use mnemo_protocol::time::{format_micros, now_micros};
 
-pub use probe::own_memory;
 pub use sampler::Sampler;
 
 use crate::config::HardwareConfig;

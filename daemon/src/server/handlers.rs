@@ -119,7 +119,7 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
             "release"
         }
         .into(),
-        memory: crate::hardware::own_memory(),
+        memory: crate::process::own_memory(),
     })
 }
 

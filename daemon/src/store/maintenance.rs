@@ -398,6 +398,8 @@ pub async fn run(
                     Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
                     Err(e) => tracing::warn!("tidying the bookkeeping tables failed: {e}"),
                 }
+                // What a pass, a fold or a large read freed goes back to the system.
+                crate::process::release_freed_memory();
                 if prune {
                     last_prune = Some(tokio::time::Instant::now());
                     match store.prune_memory_versions(memory_versions_kept).await {
@@ -478,6 +480,37 @@ pub(super) mod tests {
         };
         store.writer().submit(op).await.unwrap();
         current[at] = new;
+    }
+
+    /// Retrievers read only the ranking columns and row ids; the results' whole rows are
+    /// taken at those row ids, or read by id once a compaction has moved them.
+    #[tokio::test]
+    async fn rows_found_before_a_compaction_are_completed_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::test_store(dir.path()).await;
+        let rows: Vec<MemoryRecord> = (0..super::SMALL_MEMORY_FRAGMENTS).map(memory).collect();
+        for row in &rows {
+            store
+                .writer()
+                .submit(WriteOp::Insert(vec![row.clone()]))
+                .await
+                .unwrap();
+        }
+        let token = rows[3].content.split(' ').next_back().unwrap().to_string();
+        let hits = store.text_search(&token, &current(), 10).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].record.content.is_empty(), "ranking columns only");
+        let wanted = vec![(hits[0].record.id.clone(), hits[0].row_id)];
+        assert!(wanted[0].1.is_some());
+        let taken = store.complete(&wanted).await.unwrap();
+        assert_eq!(taken[&rows[3].id].content, rows[3].content);
+
+        let done = store.maintain_indexes(1).await.unwrap();
+        assert!(done.contains(&"compacted small fragments"), "{done:?}");
+        let moved = store.complete(&wanted).await.unwrap();
+        assert_eq!(moved.len(), 1);
+        assert_eq!(moved[&rows[3].id].content, rows[3].content);
+        assert_eq!(moved[&rows[3].id].namespace, rows[3].namespace);
     }
 
     /// A fold runs beside the writer: appends and updates committed while it runs land, the

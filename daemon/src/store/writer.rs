@@ -46,8 +46,9 @@ pub enum WriteOp {
         batch: RecordBatch,
         only_if: Option<Pred>,
     },
-    /// Folds new rows into the memories' indexes. Done here, between commits, because run
-    /// beside the writer under steady writes it lost every commit race and gave up.
+    /// Folds new rows into the memories' indexes, between commits: the last try of a fold
+    /// that kept losing its commit beside the writer (`Store::fold_beside`), and
+    /// consolidation's storage phase, which runs while nothing else writes.
     FoldIndexes,
     /// Merges the memories' small fragments (many small commits leave one each) so reads
     /// and commits stay fast between consolidation runs.
@@ -256,7 +257,7 @@ pub(super) struct Memories {
     /// Set once the full-text index exists; searches read it.
     pub fts_ready: Arc<AtomicBool>,
     pub counts: Arc<Counts>,
-    /// Rows appended since the indexes last took in new rows.
+    /// Rows appended since index maintenance was last asked to fold.
     pub unfolded: AtomicUsize,
     /// Wakes index maintenance to fold them in once [`FOLD_AFTER_ROWS`] have gathered.
     pub fold_due: Arc<tokio::sync::Notify>,
