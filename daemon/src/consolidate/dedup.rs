@@ -343,6 +343,12 @@ async fn apply(
             "salience",
             Arc::new(keep.iter().map(|k| k.2).collect::<Float32Array>()),
         ),
+        // The condition below reads it, and Lance sees only the patch's columns: null, as
+        // it is in every row the condition lets through.
+        (
+            "valid_to",
+            Arc::new(Int64Array::from(vec![None::<i64>; keep.len()])),
+        ),
     ])?;
     writer
         .submit(WriteOp::Patch {

@@ -216,6 +216,38 @@ impl Pred {
         self.map_cols(&|c| Expr::Target(c))
     }
 
+    /// The stored row's columns (`Expr::Target`) the predicate reads, in a merge's condition.
+    pub fn target_columns(&self) -> Vec<&'static str> {
+        fn expr(e: &Expr, out: &mut Vec<&'static str>) {
+            match e {
+                Expr::Target(c) => out.push(c),
+                Expr::Coalesce(a, b) | Expr::Least(a, b) | Expr::Arith(a, _, b) => {
+                    expr(a, out);
+                    expr(b, out);
+                }
+                Expr::Exp(a) | Expr::Ln(a) | Expr::Cast(a, _) => expr(a, out),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        match self {
+            Pred::All => {}
+            Pred::Cmp(a, _, b) => {
+                expr(a, &mut out);
+                expr(b, &mut out);
+            }
+            Pred::In(a, v) => {
+                expr(a, &mut out);
+                v.iter().for_each(|e| expr(e, &mut out));
+            }
+            Pred::IsNull(a, _) => expr(a, &mut out),
+            Pred::And(v) | Pred::Or(v) => v.iter().for_each(|p| out.extend(p.target_columns())),
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     fn map_cols(self, f: &dyn Fn(&'static str) -> Expr) -> Pred {
         fn expr(e: Expr, f: &dyn Fn(&'static str) -> Expr) -> Expr {
             let b = |e: Box<Expr>| Box::new(expr(*e, f));

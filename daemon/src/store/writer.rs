@@ -578,6 +578,20 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
         WriteOp::Seal { finish } => seal_rows(memories, finish).await,
         WriteOp::Patch { batch, only_if } => {
             let schema = batch.schema();
+            // Lance plans a partial merge over the patch's own columns: a condition on any
+            // other fails at planning ("Field … not found in struct").
+            let condition = only_if
+                .as_ref()
+                .map(Pred::target_columns)
+                .unwrap_or_default();
+            if let Some(missing) = condition
+                .iter()
+                .find(|c| schema.field_with_name(c).is_err())
+            {
+                return Err(StoreError::Schema(format!(
+                    "a patch's condition reads {missing}, which the patch does not carry; add the column"
+                )));
+            }
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
             let mut merge = table.merge_insert(&["id"]);
             merge.when_matched_update_all(only_if.map(|p| p.sql()));
