@@ -450,6 +450,17 @@ pub(super) mod tests {
 
     /// The current version of every memory by its token, all found by text search alone,
     /// and by its id.
+    /// Inserts each row in a commit of its own: one small fragment each.
+    async fn insert_each(store: &Store, rows: &[MemoryRecord]) {
+        for row in rows {
+            store
+                .writer()
+                .submit(WriteOp::Insert(vec![row.clone()]))
+                .await
+                .unwrap();
+        }
+    }
+
     pub async fn assert_all_found(store: &Store, versions: &[MemoryRecord], stage: &str) {
         for r in versions {
             let token = r.content.split(' ').next_back().unwrap().to_string();
@@ -553,13 +564,7 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = super::super::test_store(dir.path()).await;
         let rows: Vec<MemoryRecord> = (0..super::SMALL_MEMORY_FRAGMENTS).map(memory).collect();
-        for row in &rows {
-            store
-                .writer()
-                .submit(WriteOp::Insert(vec![row.clone()]))
-                .await
-                .unwrap();
-        }
+        insert_each(&store, &rows).await;
         let token = rows[3].content.split(' ').next_back().unwrap().to_string();
         let hits = store.text_search(&token, &current(), 10).await.unwrap();
         assert_eq!(hits.len(), 1);
@@ -919,16 +924,8 @@ pub(super) mod tests {
                 .fragment_stats
                 .num_fragments
         };
-        let mut all = Vec::new();
-        for n in 0..super::SMALL_MEMORY_FRAGMENTS {
-            let row = memory(n);
-            store
-                .writer()
-                .submit(WriteOp::Insert(vec![row.clone()]))
-                .await
-                .unwrap();
-            all.push(row);
-        }
+        let all: Vec<MemoryRecord> = (0..super::SMALL_MEMORY_FRAGMENTS).map(memory).collect();
+        insert_each(&store, &all).await;
         assert_eq!(fragments().await, super::SMALL_MEMORY_FRAGMENTS);
         // Folded first: Lance merges only fragments the indexes cover alike.
         let done = store.maintain_indexes(1).await.unwrap();
@@ -951,15 +948,9 @@ pub(super) mod tests {
     async fn old_memory_versions_and_the_files_only_they_used_are_pruned() {
         let dir = tempfile::tempdir().unwrap();
         let store = super::super::test_store(dir.path()).await;
-        let mut all = Vec::new();
-        for n in 0..super::SMALL_MEMORY_FRAGMENTS {
-            let row = memory(n);
-            store
-                .writer()
-                .submit(WriteOp::Insert(vec![row.clone()]))
-                .await
-                .unwrap();
-            all.push(row);
+        let all: Vec<MemoryRecord> = (0..super::SMALL_MEMORY_FRAGMENTS).map(memory).collect();
+        for row in &all {
+            insert_each(&store, std::slice::from_ref(row)).await;
             store.maintain_indexes(1).await.unwrap();
         }
         let versions = store.memories.list_versions().await.unwrap().len();

@@ -58,7 +58,7 @@ impl Store {
             .select(Select::columns(RANKING_COLUMNS))
             .with_row_id();
         let batches = read(&query).await?;
-        scored(&self.sealing, &batches, "")
+        scored(&self.sealing, &batches, None)
     }
 
     /// The whole rows (without vectors) of retrieved candidates, by id: taken at their row
@@ -267,7 +267,7 @@ impl Store {
             query = query.bypass_vector_index();
         }
         let batches = read(&query).await?;
-        scored(&self.sealing, &batches, "_distance")
+        scored(&self.sealing, &batches, Some("_distance"))
     }
 
     /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
@@ -290,17 +290,21 @@ impl Store {
             .with_row_id()
             .limit(limit);
         let batches = read(&query).await?;
-        scored(&self.sealing, &batches, "_score")
+        scored(&self.sealing, &batches, Some("_score"))
     }
 }
 
 fn scored(
     sealing: &Sealing,
     batches: &[RecordBatch],
-    column: &str,
+    column: Option<&str>,
 ) -> Result<Vec<Scored>, StoreError> {
     let records = sealing.open(batches.iter().flat_map(from_batch).collect())?;
-    let raws = batches.iter().flat_map(|b| float_column(b, column));
+    // A read without a score (rows the graph reached) scores 0.
+    let raws = batches.iter().flat_map(|b| match column {
+        Some(c) => float_column(b, c),
+        None => vec![None; b.num_rows()],
+    });
     let row_ids = batches.iter().flat_map(row_id_column);
     Ok(records
         .into_iter()
