@@ -189,6 +189,7 @@ impl Recall {
             .map(|(c, _)| (c.record.id.clone(), c.row_id))
             .collect();
         let mut rows = store.complete(&wanted).await?;
+        tracing::debug!("search: rows read at {:.1} ms", ms(started.elapsed()));
         let hits = ranked
             .into_iter()
             // A row forgotten since it was found is no answer.

@@ -1,8 +1,9 @@
-//! Keeps the indexes useful as rows arrive, through the writer like every other write: new
-//! rows are folded into the indexes once enough have queued, small fragments are compacted,
-//! and what a forget deleted is purged from old versions and index files within
-//! `store.purge_after_forget_secs`. The ANN vector index is built here too, beside the writer
-//! rather than through it, so that writes go on while it trains.
+//! Keeps the indexes useful as rows arrive: new rows are folded into the indexes once enough
+//! have queued, small fragments are compacted, and what a forget deleted is purged from old
+//! versions and index files within `store.purge_after_forget_secs`. The ANN vector index is
+//! built here too. Training, folds and compaction of the memories run beside the writer
+//! rather than through it (they take seconds at 1M rows), so that writes go on meanwhile;
+//! the rest goes through the writer like every other write.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -64,8 +65,8 @@ impl IndexState {
     }
 }
 
-/// Tries of a fold beside the writer; the last goes through it.
-const FOLD_TRIES: usize = 3;
+/// Tries of a fold or a compaction beside the writer; the last goes through it.
+const BESIDE_TRIES: usize = 3;
 /// The meta key holding the row count the ANN index was trained at.
 const ANN_TRAINED_AT: &str = "ann_index_rows";
 /// The ANN index is trained again once the table has grown this many times over: its
@@ -157,9 +158,8 @@ impl Store {
             done.push("built scalar indexes");
         }
         if writer::small_fragments(&self.memories).await? >= SMALL_MEMORY_FRAGMENTS {
-            let _rewriting = self.rewrites.lock().await;
             // Lance merges only fragments the indexes cover alike; those wait for a fold.
-            if self.writer.submit(WriteOp::CompactSmall).await? > 0 {
+            if self.compact_beside().await? > 0 {
                 done.push("compacted small fragments");
             }
         }
@@ -216,17 +216,51 @@ impl Store {
     /// rewrite (the same lock): either would void the other's commit. A fold that loses its
     /// commit to a concurrent write is tried again, and the last time through the writer.
     pub async fn fold_beside(&self) -> Result<(), StoreError> {
+        let fold = || async { writer::fold_indexes(&self.memories).await.map(|()| 0) };
+        self.beside_the_writer("fold", fold, WriteOp::FoldIndexes)
+            .await
+            .map(|_| ())
+    }
+
+    /// Merges the memories' small fragments beside the writer, as a fold: at 1M memories
+    /// the compaction (which remaps every index to the rows' new places) held every write
+    /// for 4.1 s when the writer ran it. Appends made meanwhile keep their fragments; an
+    /// update or delete of a row being moved makes one of the two commits try again (Lance
+    /// retries the write itself; a compaction that loses is tried again here). Returns the
+    /// fragments merged away.
+    pub async fn compact_beside(&self) -> Result<u64, StoreError> {
+        let compact = || async {
+            let stats = self.memories.optimize(writer::compact_small()).await?;
+            Ok(writer::fragments_removed(&stats))
+        };
+        self.beside_the_writer("compaction", compact, WriteOp::CompactSmall)
+            .await
+    }
+
+    /// Runs `attempt` beside the writer, holding the rewrite lock (a fold, a compaction and
+    /// an ANN training void each other's commits); a try that loses its commit to a write is
+    /// made again, and the last one is `last_resort` through the writer.
+    async fn beside_the_writer<F, Fut>(
+        &self,
+        what: &str,
+        attempt: F,
+        last_resort: WriteOp,
+    ) -> Result<u64, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<u64, StoreError>>,
+    {
         let _rewriting = self.rewrites.lock().await;
-        for _ in 1..FOLD_TRIES {
-            match writer::fold_indexes(&self.memories).await {
-                Ok(()) => return Ok(()),
+        for _ in 1..BESIDE_TRIES {
+            match attempt().await {
+                Ok(n) => return Ok(n),
                 Err(e) if e.to_string().to_lowercase().contains("conflict") => {
-                    tracing::debug!("a fold lost its commit to a write; trying again: {e}");
+                    tracing::debug!("a {what} lost its commit to a write; trying again: {e}");
                 }
                 Err(e) => return Err(e),
             }
         }
-        self.writer.submit(WriteOp::FoldIndexes).await.map(|_| ())
+        self.writer.submit(last_resort).await
     }
 
     /// Merges `table`'s small fragments, through the writer.
@@ -582,43 +616,83 @@ pub(super) mod tests {
         assert_eq!(moved[&rows[3].id].namespace, rows[3].namespace);
     }
 
+    /// A store of `n` memories, one commit, indexed.
+    async fn indexed_store(
+        dir: &std::path::Path,
+        n: usize,
+    ) -> (std::sync::Arc<Store>, Vec<MemoryRecord>) {
+        let store = super::super::test_store(dir).await;
+        let rows: Vec<MemoryRecord> = (0..n).map(memory).collect();
+        store
+            .writer()
+            .submit(WriteOp::Insert(rows.clone()))
+            .await
+            .unwrap();
+        store.maintain_indexes(usize::MAX).await.unwrap();
+        (store, rows)
+    }
+
+    /// Writes made while a rewrite runs beside the writer: `rows` in commits of 10, each
+    /// followed by an update (strength 0.5) of the next of `updated`.
+    async fn write_meanwhile(store: &Store, rows: &[MemoryRecord], updated: &[String]) {
+        for (chunk, id) in rows.chunks(10).zip(updated) {
+            store
+                .writer()
+                .submit(WriteOp::Insert(chunk.to_vec()))
+                .await
+                .unwrap();
+            store
+                .writer()
+                .submit(WriteOp::Update {
+                    predicate: col("id").eq(id),
+                    columns: vec![("strength", Expr::Float(0.5))],
+                })
+                .await
+                .unwrap();
+        }
+    }
+
     /// A fold runs beside the writer: appends and updates committed while it runs land, the
     /// fold's commit lands too (retried if a write beat it), and every memory is found.
     #[tokio::test]
     async fn a_fold_beside_the_writer_lets_writes_go_on_and_loses_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let store = super::super::test_store(dir.path()).await;
-        let mut all: Vec<MemoryRecord> = (0..300).map(memory).collect();
-        store
-            .writer()
-            .submit(WriteOp::Insert(all.clone()))
-            .await
-            .unwrap();
-        store.maintain_indexes(usize::MAX).await.unwrap();
+        let (store, mut all) = indexed_store(dir.path(), 300).await;
         let more: Vec<MemoryRecord> = (300..400).map(memory).collect();
         all.extend(more.iter().cloned());
-        let writes = async {
-            for chunk in more.chunks(10) {
-                store
-                    .writer()
-                    .submit(WriteOp::Insert(chunk.to_vec()))
-                    .await
-                    .unwrap();
-                store
-                    .writer()
-                    .submit(WriteOp::Update {
-                        predicate: col("id").eq(&chunk[0].id),
-                        columns: vec![("strength", Expr::Float(0.5))],
-                    })
-                    .await
-                    .unwrap();
-            }
-        };
+        let updated: Vec<String> = more.chunks(10).map(|c| c[0].id.clone()).collect();
+        let writes = write_meanwhile(&store, &more, &updated);
         let (folded, ()) = tokio::join!(store.fold_beside(), writes);
         folded.unwrap();
         store.fold_beside().await.unwrap();
         assert_eq!(store.index_state().await.unwrap().unindexed_rows, 0);
         assert_all_found(&store, &all, "after folds beside the writer").await;
+    }
+
+    /// A compaction runs beside the writer: appends made meanwhile land, updates of the rows
+    /// it moves land (one of the two commits tries again), the small fragments it was for
+    /// are merged, and every memory is found with its update.
+    #[tokio::test]
+    async fn a_compaction_beside_the_writer_lets_writes_go_on_and_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, mut all) = indexed_store(dir.path(), 100).await;
+        let small: Vec<MemoryRecord> = (100..100 + 2 * super::SMALL_MEMORY_FRAGMENTS)
+            .map(memory)
+            .collect();
+        insert_each(&store, &small).await;
+        store.fold_beside().await.unwrap();
+        all.extend(small.iter().cloned());
+        let more: Vec<MemoryRecord> = (500..560).map(memory).collect();
+        all.extend(more.iter().cloned());
+        let moved: Vec<String> = small.iter().map(|r| r.id.clone()).collect();
+        let writes = write_meanwhile(&store, &more, &moved);
+        let (merged, ()) = tokio::join!(store.compact_beside(), writes);
+        assert!(merged.unwrap() > 0, "the small fragments were not merged");
+        assert_all_found(&store, &all, "after a compaction beside the writer").await;
+        for id in moved.iter().take(more.len() / 10) {
+            let got = store.get(id).await.unwrap().unwrap();
+            assert_eq!(got.strength, 0.5, "{id}");
+        }
     }
 
     /// A committed memory is found by its words at once, through every kind of write the

@@ -557,13 +557,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
     match op {
         WriteOp::Delete(predicate) => Ok(table.delete(&predicate.sql()).await?.num_deleted_rows),
         WriteOp::Supersede { old, new } => supersede(memories, *old, *new).await,
-        WriteOp::CompactSmall => {
-            let stats = table.optimize(compact_small()).await?;
-            Ok(stats
-                .compaction
-                .map(|c| c.fragments_removed as u64)
-                .unwrap_or(0))
-        }
+        WriteOp::CompactSmall => Ok(fragments_removed(&table.optimize(compact_small()).await?)),
         WriteOp::FoldIndexes => {
             fold(memories).await?;
             Ok(0)
@@ -686,6 +680,15 @@ pub(super) fn compact_small() -> OptimizeAction {
         },
         remap_options: None,
     }
+}
+
+/// The fragments a compaction merged away.
+pub(super) fn fragments_removed(stats: &OptimizeStats) -> u64 {
+    stats
+        .compaction
+        .as_ref()
+        .map(|c| c.fragments_removed as u64)
+        .unwrap_or(0)
 }
 
 /// Compaction that rewrites every fragment holding deleted rows without them.
