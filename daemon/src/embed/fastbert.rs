@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::linalg::matmul;
 use candle_core::{Device, Tensor};
+use half::f16;
 
 use super::EmbedError;
 
@@ -41,7 +42,10 @@ pub struct FastBert {
     hidden: usize,
     heads: usize,
     eps: f32,
-    word: Vec<f32>,
+    /// In 16 bits: 30,522 × 384 of them are half the model's weights (47 → 23 MB), only
+    /// looked up, never multiplied, and their rounding (2⁻¹¹ of each) leaves the output
+    /// within 0.999 cosine of the f32 path (tested).
+    word: Vec<f16>,
     pos: Vec<f32>,
     max_pos: usize,
     token_type: Vec<f32>,
@@ -217,7 +221,10 @@ impl FastBert {
             hidden,
             heads,
             eps,
-            word: get("embeddings.word_embeddings.weight")?,
+            word: get("embeddings.word_embeddings.weight")?
+                .into_iter()
+                .map(f16::from_f32)
+                .collect(),
             max_pos: pos.len() / hidden,
             pos,
             token_type: get("embeddings.token_type_embeddings.weight")?,
@@ -242,7 +249,7 @@ impl FastBert {
                     &self.pos[t * h..][..h],
                     &self.token_type[..h],
                 );
-                x.extend((0..h).map(|i| w[i] + p[i] + ty[i]));
+                x.extend((0..h).map(|i| w[i].to_f32() + p[i] + ty[i]));
             }
         }
         self.emb_ln.apply(&mut x, self.eps);
