@@ -68,12 +68,9 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         if table.name() == crate::store::MEMORIES {
             let has_index = !table.list_indices().await.map_err(lance)?.is_empty();
             if has_index {
-                pace.guard(
-                    ctx.store
-                        .writer()
-                        .submit(crate::store::WriteOp::FoldIndexes),
-                )
-                .await??;
+                // Idle time makes every index one segment again (each costs every search).
+                pace.guard(ctx.store.fold_beside(crate::store::Fold::Whole))
+                    .await??;
                 bump(record, "indexes_folded", 1);
             }
             let store = ctx.store.clone();

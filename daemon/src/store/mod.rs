@@ -36,7 +36,7 @@ use lancedb::{Connection, Table};
 pub use keystore::KeySettings;
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
 pub use sql::{col, Expr, Pred, SqlType};
-pub use writer::{WriteOp, WriterHandle};
+pub use writer::{Fold, WriteOp, WriterHandle};
 
 use crate::config::StoreConfig;
 use counts::Counts;

@@ -558,15 +558,23 @@ pub(crate) async fn resident(client: &mut Client) -> anyhow::Result<String> {
 }
 
 /// Waits (up to 10 minutes) until index maintenance has built and folded in what it would,
-/// so figures are of a store at rest rather than one caught mid-build.
+/// so figures are of a store at rest rather than one caught mid-build. mnemod looks at its
+/// indexes once a maintenance pass (every 20 s), so a settled state counts once it has held
+/// past the next pass: the one seen first may predate the last rows added (and a retraining
+/// they make due).
 async fn wait_for_indexes(client: &mut Client, rows: usize) -> anyhow::Result<()> {
+    const PAST_A_PASS: Duration = Duration::from_secs(25);
     let started = Instant::now();
+    let mut settled_since: Option<Instant> = None;
     loop {
         let status = client.call::<Status>(&NoParams {}).await?;
         let Some(indexes) = status.indexes else {
             return Ok(());
         };
-        if indexes.settled && indexes.rows >= rows as u64 {
+        let settled = indexes.settled && indexes.rows >= rows as u64;
+        let since = settled.then(|| *settled_since.get_or_insert_with(Instant::now));
+        settled_since = since;
+        if since.is_some_and(|t| t.elapsed() >= PAST_A_PASS) {
             let vector = if indexes.ann { "ANN index" } else { "exact" };
             eprintln!(
                 "indexes settled after {:.0} s: vector leg {vector}, {} rows",
