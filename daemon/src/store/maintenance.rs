@@ -676,6 +676,21 @@ pub(super) mod tests {
         assert_all_found(&store, &all, "after folds beside the writer").await;
     }
 
+    /// A whole fold in a store too small for an ANN index still folds new rows into the
+    /// full-text and scalar indexes.
+    #[tokio::test]
+    async fn a_whole_fold_without_an_ann_index_folds_new_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, mut all) = indexed_store(dir.path(), 100).await;
+        let more: Vec<MemoryRecord> = (100..110).map(memory).collect();
+        insert_each(&store, &more).await;
+        all.extend(more);
+        assert_eq!(store.index_state().await.unwrap().unindexed_rows, 10);
+        store.fold_beside(Fold::Whole).await.unwrap();
+        assert_eq!(store.index_state().await.unwrap().unindexed_rows, 0);
+        assert_all_found(&store, &all, "after a whole fold").await;
+    }
+
     /// Each fold adds a segment to the ANN index, and every search reads them all; a whole
     /// fold (idle time's) merges them and any new rows into one, and misses nothing.
     #[tokio::test]
