@@ -505,11 +505,17 @@ pub enum Fold {
 pub(super) async fn fold_indexes(table: &Table, how: Fold) -> Result<(), StoreError> {
     let (mut segments, mut unindexed) = (0, 0);
     for index in table.list_indices().await? {
+        let vector = index.columns.iter().any(|c| c == "vector");
+        // A segment fold needs only the ANN index's segment count; a whole one, every
+        // index's unindexed rows.
+        if !vector && how == Fold::Segment {
+            continue;
+        }
         let Some(stats) = table.index_stats(&index.name).await? else {
             continue;
         };
         unindexed = unindexed.max(stats.num_unindexed_rows);
-        if index.columns.iter().any(|c| c == "vector") {
+        if vector {
             segments = stats.num_indices.unwrap_or(0) as usize;
         }
     }
