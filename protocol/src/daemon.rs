@@ -91,6 +91,10 @@ pub struct IndexStatus {
     pub unindexed_rows: u64,
     /// Nothing for maintenance to do: every index built and folded.
     pub settled: bool,
+    /// Current memories whose vectors are held in memory (8-bit codes) and scanned for the
+    /// vector leg; absent when the ANN index (or exact search) serves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_vectors: Option<u64>,
 }
 
 /// One notes folder mnemod keeps remembered.

@@ -176,6 +176,11 @@ pub struct StoreConfig {
     pub index_cache_mb: usize,
     /// Memory LanceDB may keep file and version metadata in (Lance's default: 1 GiB).
     pub metadata_cache_mb: usize,
+    /// Up to this many current memories, their vectors are held in memory at 8 bits a
+    /// component (384 bytes each with MiniLM) and scanned whole for a search: at 100k that
+    /// is ~40 MB and ~2 ms, where the ANN index took ~12 ms. Past it, and at 0, searches go
+    /// through the ANN index.
+    pub vectors_in_memory_max_rows: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -276,6 +281,7 @@ impl Default for StoreConfig {
             purge_after_forget_secs: 30,
             index_cache_mb: 128,
             metadata_cache_mb: 32,
+            vectors_in_memory_max_rows: 250_000,
         }
     }
 }

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo_protocol::memory::{ScoreExplain, SearchHit, SearchMode, SearchParams, SearchResult};
+use mnemo_protocol::memory::{
+    Filter, ScoreExplain, SearchHit, SearchMode, SearchParams, SearchResult,
+};
 use mnemo_protocol::time::{now_micros, parse_micros};
 
 pub use rank::{fuse_and_rank, time_match, Candidate, RankSettings};
@@ -104,9 +106,27 @@ impl Recall {
             }
             let vector = self.embed.embed_one(p.query.clone()).await?;
             let embedded = started.elapsed();
-            let hits = store
-                .vector_search(&vector, &predicate, pool, p.exact)
-                .await?;
+            // The codes held in memory answer a search of current memories by namespace;
+            // other filters, the past and exact search go through Lance.
+            let plain = Filter {
+                namespace: None,
+                ..p.filter.clone()
+            }
+            .is_empty();
+            let held = if plain && !p.exact {
+                let namespace = p.filter.namespace.as_deref();
+                store.nearest_held(&vector, namespace, pool).await?
+            } else {
+                None
+            };
+            let hits = match held {
+                Some(hits) => hits,
+                None => {
+                    store
+                        .vector_search(&vector, &predicate, pool, p.exact)
+                        .await?
+                }
+            };
             tracing::debug!(
                 "search: query embedded in {:.1} ms, vector leg done at {:.1} ms",
                 ms(embedded),

@@ -125,7 +125,9 @@ impl Store {
             settled: state.has_fts
                 && state.missing_scalar.is_empty()
                 && state.ann_due(min).is_none()
-                && unindexed_rows < FOLD_AFTER_ROWS,
+                && unindexed_rows < FOLD_AFTER_ROWS
+                && self.nearest.placed(),
+            held_vectors: self.nearest.rows().map(|n| n as u64),
         };
         *self
             .last_index_state
@@ -278,14 +280,19 @@ impl Store {
             .await
     }
 
-    /// Deletes `table`'s versions older than `age` and the files only they use.
+    /// Deletes `table`'s versions older than `age` and the files only they use. Beside the
+    /// writer: it commits nothing, and files no version lists yet (a commit under way) are
+    /// kept since they are recent (`delete_unverified` off). Through the writer, pruning a
+    /// store's memories held every write for 2.4 s. It waits for a purge, a compaction or
+    /// an ANN build under way (the rewrite lock), so two never delete files at once.
     pub async fn prune(&self, table: &Table, age: Duration) -> Result<OptimizeStats, StoreError> {
+        let _rewriting = self.rewrites.lock().await;
         let action = OptimizeAction::Prune {
             older_than: Some(Age::from_std(age).unwrap_or(Age::MAX)),
             delete_unverified: Some(false),
             error_if_tagged_old_versions: Some(false),
         };
-        self.writer.optimize(table.clone(), action).await
+        Ok(table.optimize(action).await?)
     }
 
     /// Deletes the memories' versions older than `age` and the data and index files only
@@ -425,6 +432,9 @@ pub async fn run(
                         done.into_iter().for_each(|what| publish(&events, what));
                     }
                     Err(e) => tracing::warn!("building the ANN index failed (retried later): {e}"),
+                }
+                if let Err(e) = store.refresh_nearest().await {
+                    tracing::warn!("reading the vectors held in memory failed (retried next pass): {e}");
                 }
                 // Status shows the indexes as they are after this pass (each step above read
                 // them before it acted).

@@ -294,7 +294,7 @@ impl Store {
     }
 }
 
-fn scored(
+pub(super) fn scored(
     sealing: &Sealing,
     batches: &[RecordBatch],
     column: Option<&str>,

@@ -12,6 +12,7 @@ pub mod keyed;
 pub mod keystore;
 pub mod maintenance;
 mod memories;
+mod nearest;
 pub mod procedures;
 pub mod projects;
 pub mod runs;
@@ -120,6 +121,8 @@ pub struct Store {
     dim: usize,
     /// The configured embedder's model: vectors of any other are stale.
     embed_model: String,
+    /// The current memories' vectors, held in memory for the vector leg of a search.
+    nearest: Arc<nearest::Nearest>,
     config: StoreConfig,
     /// Set by the writer once the full-text index exists; it is never dropped while running.
     fts_ready: Arc<AtomicBool>,
@@ -221,6 +224,7 @@ impl Store {
         let ann_training = Arc::new(AtomicBool::new(false));
         let fold_due = Arc::new(tokio::sync::Notify::new());
         let seal_progress = Arc::new(seal::SealProgress::default());
+        let nearest = Arc::new(nearest::Nearest::new(config.vectors_in_memory_max_rows));
         let (writer, task) = writer::start(
             writer::Memories {
                 table: memories.clone(),
@@ -232,6 +236,8 @@ impl Store {
                 ann_training: ann_training.clone(),
                 sealing: sealing.clone(),
                 seal_progress: seal_progress.clone(),
+                nearest: nearest.clone(),
+                embed_model: embed_model.to_string(),
             },
             writer::WriterSettings {
                 interval: Duration::from_millis(config.commit_interval_ms),
@@ -257,6 +263,7 @@ impl Store {
             writer_task: std::sync::Mutex::new(Some(task)),
             dim,
             embed_model: embed_model.to_string(),
+            nearest,
             config: config.clone(),
             fts_ready,
             ann_training,

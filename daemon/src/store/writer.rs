@@ -268,6 +268,9 @@ pub(super) struct Memories {
     /// Encryption at rest: rows are sealed as they are written, once it is on.
     pub sealing: Arc<Sealing>,
     pub seal_progress: Arc<SealProgress>,
+    /// New memories join the codes searches scan (`nearest`) as they commit.
+    pub nearest: Arc<super::nearest::Nearest>,
+    pub embed_model: String,
 }
 
 /// The columns every search filters on (the namespace, the model, current versions) and the
@@ -410,6 +413,7 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             let rows: Vec<MemoryRecord> = flatten(ops);
             let result = append(memories, &rows).await;
             if result.is_ok() {
+                memories.nearest.written(&rows, &memories.embed_model);
                 memories.counts.added(&rows);
                 ensure_text_index(memories).await;
                 let unfolded = memories.unfolded.fetch_add(rows.len(), Ordering::Relaxed);
@@ -427,6 +431,7 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             let rows: Vec<MemoryRecord> = flatten(ops);
             let result = upsert(memories, &rows).await;
             if result.is_ok() {
+                memories.nearest.written(&rows, &memories.embed_model);
                 recount(memories).await;
             }
             result
@@ -659,6 +664,7 @@ async fn supersede(
     }
     let rows = [old, new];
     upsert(memories, &rows).await?;
+    memories.nearest.written(&rows, &memories.embed_model);
     memories.counts.superseded(&rows[0], &rows[1]);
     Ok(2)
 }

@@ -71,7 +71,9 @@ impl Output {
                 ));
             }
             if let Some(i) = &s.indexes {
-                let vector = if i.ann {
+                let vector = if let Some(n) = i.held_vectors {
+                    format!("vectors of {n} current memories held in memory (8-bit)")
+                } else if i.ann {
                     "vector index ANN".to_string()
                 } else {
                     format!(

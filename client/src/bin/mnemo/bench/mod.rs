@@ -453,7 +453,7 @@ async fn search(
     const NS: &str = "bench-search";
     for &size in sizes {
         top_up(client, socket, NS, size, singles).await?;
-        wait_for_indexes(client, size).await?;
+        let leg = wait_for_indexes(client, size).await?;
         let ask = |q: usize, mode: SearchMode, exact: bool| SearchParams {
             query: bench_query(q),
             k: Some(10),
@@ -482,7 +482,7 @@ async fn search(
             .sum();
         let wanted: usize = exact.iter().map(Vec::len).sum();
         println!(
-            "  vector leg at {size}: index {}; exact {}; recall@10 of the index against exact {:.3}",
+            "  vector leg at {size}: {leg} {}; exact {}; recall@10 of the {leg} against exact {:.3}",
             latency(&ann_took),
             latency(&exact_took),
             found as f64 / wanted.max(1) as f64
@@ -561,31 +561,35 @@ pub(crate) async fn resident(client: &mut Client) -> anyhow::Result<String> {
 /// so figures are of a store at rest rather than one caught mid-build. mnemod looks at its
 /// indexes once a maintenance pass (every 20 s), so a settled state counts once it has held
 /// past the next pass: the one seen first may predate the last rows added (and a retraining
-/// they make due).
-async fn wait_for_indexes(client: &mut Client, rows: usize) -> anyhow::Result<()> {
+/// they make due). Answers what serves the vector leg.
+async fn wait_for_indexes(client: &mut Client, rows: usize) -> anyhow::Result<&'static str> {
     const PAST_A_PASS: Duration = Duration::from_secs(25);
     let started = Instant::now();
     let mut settled_since: Option<Instant> = None;
     loop {
         let status = client.call::<Status>(&NoParams {}).await?;
         let Some(indexes) = status.indexes else {
-            return Ok(());
+            return Ok("approximate leg");
+        };
+        let leg = match (indexes.held_vectors, indexes.ann) {
+            (Some(_), _) => "codes in memory",
+            (None, true) => "ANN index",
+            (None, false) => "exact scan",
         };
         let settled = indexes.settled && indexes.rows >= rows as u64;
         let since = settled.then(|| *settled_since.get_or_insert_with(Instant::now));
         settled_since = since;
         if since.is_some_and(|t| t.elapsed() >= PAST_A_PASS) {
-            let vector = if indexes.ann { "ANN index" } else { "exact" };
             eprintln!(
-                "indexes settled after {:.0} s: vector leg {vector}, {} rows",
+                "indexes settled after {:.0} s: vector leg {leg}, {} rows",
                 started.elapsed().as_secs_f64(),
                 indexes.rows
             );
-            return Ok(());
+            return Ok(leg);
         }
         if started.elapsed() > Duration::from_secs(600) {
             eprintln!("indexes still not settled after 10 minutes; measuring anyway");
-            return Ok(());
+            return Ok(leg);
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
