@@ -192,6 +192,8 @@ pub(super) struct Nearest {
     /// Set while the codes are read again: rows written meanwhile are kept here too, and
     /// join the new codes.
     reading: AtomicBool,
+    /// Counts the invalidations: codes read while one happened are not held.
+    invalidated: AtomicU64,
     meanwhile: std::sync::Mutex<Vec<(String, String, Vec<f32>)>>,
 }
 
@@ -203,6 +205,7 @@ impl Nearest {
             read_at: AtomicU64::new(0),
             unplaced: AtomicU64::new(0),
             reading: AtomicBool::new(false),
+            invalidated: AtomicU64::new(0),
             meanwhile: Default::default(),
         }
     }
@@ -260,15 +263,34 @@ impl Nearest {
             || self.unplaced.load(Ordering::Relaxed) > 0
     }
 
+    /// Drops the codes after rows were closed, deleted or re-embedded: until the next pass
+    /// reads them again, the ANN index serves searches.
+    pub fn invalidate(&self) {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        self.invalidated.fetch_add(1, Ordering::AcqRel);
+        *guard = None;
+    }
+
     /// Holds `codes`, read at table `version`, in place of the old, with the rows written
     /// while they were read that they miss. Under the lock the writer takes to add rows, so
     /// none is added to the old codes after the new were made. Returns the rows held, their
     /// bytes and whether these are the first codes held.
-    fn replace(&self, mut codes: Codes, version: u64) -> (usize, usize, bool) {
+    /// None when an invalidation came while they were read (they may predate it): the
+    /// next pass reads them again.
+    fn replace(
+        &self,
+        mut codes: Codes,
+        version: u64,
+        invalidations: u64,
+    ) -> Option<(usize, usize, bool)> {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         self.reading.store(false, Ordering::Release);
         let meanwhile =
             std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
+        if self.invalidated.load(Ordering::Acquire) != invalidations {
+            *guard = None;
+            return None;
+        }
         let have: HashSet<&str> = codes.ids.iter().map(|id| &**id).collect();
         let late: Vec<_> = meanwhile
             .into_iter()
@@ -282,7 +304,7 @@ impl Nearest {
         let first = guard.is_none();
         let held = (codes.len(), codes.bytes(), first);
         *guard = Some(codes);
-        held
+        Some(held)
     }
 
     /// Whether every row held has its row id (none waits for the codes to be read again).
@@ -383,6 +405,7 @@ impl Store {
             nearest.read_at.store(version, Ordering::Relaxed);
             return Ok(None);
         }
+        let invalidations = nearest.invalidated.load(Ordering::Acquire);
         nearest.reading.store(true, Ordering::Release);
         let read = self.read_codes().await;
         let Ok(codes) = read else {
@@ -396,7 +419,9 @@ impl Store {
             nearest.read_at.store(u64::MAX, Ordering::Relaxed);
             return read.map(|_| None);
         };
-        let (rows, bytes, first) = nearest.replace(codes, version);
+        let Some((rows, bytes, first)) = nearest.replace(codes, version, invalidations) else {
+            return Ok(None);
+        };
         let took = started.elapsed().as_secs_f64();
         if first {
             tracing::info!(
@@ -640,23 +665,27 @@ mod tests {
         let ids = nearest_ids(&store, 2, None).await;
         assert_eq!(ids[0], "c2");
         assert!(!ids.contains(&"c".to_string()), "{ids:?}");
-        // Forgotten: never an answer.
-        writer
-            .submit(WriteOp::Delete(col("id").eq("a")))
-            .await
-            .unwrap();
-        assert!(!nearest_ids(&store, 0, None)
-            .await
-            .contains(&"a".to_string()));
         // Rows moved by a compaction are read by id until the codes are read again.
         writer.submit(WriteOp::CompactSmall).await.unwrap();
         let mut ids = nearest_ids(&store, 1, None).await;
         assert_eq!(ids[0], "b");
         ids.sort();
-        assert_eq!(ids, ["b", "c2", "d"]);
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert_eq!(store.nearest.unplaced.load(Ordering::Relaxed), 0);
+        assert_eq!(ids, ["a", "b", "c2", "d"]);
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        assert!(store.nearest.placed());
         assert_eq!(nearest_ids(&store, 3, None).await[0], "d");
+        // A forget drops the codes (the ANN index serves) until they are read again.
+        let forget = WriteOp::Delete(col("id").eq("a"));
+        writer.submit(forget).await.unwrap();
+        assert!(store
+            .nearest_held(&unit(0), None, 5)
+            .await
+            .unwrap()
+            .is_none());
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert!(!nearest_ids(&store, 0, None)
+            .await
+            .contains(&"a".to_string()));
     }
 
     #[tokio::test]
@@ -686,5 +715,27 @@ mod tests {
             .unwrap()
             .is_none());
         assert_eq!(store.refresh_nearest().await.unwrap(), None);
+    }
+
+    #[test]
+    fn rows_written_while_the_codes_are_read_join_them_and_an_invalidation_voids_them() {
+        let nearest = Nearest::new(10);
+        let invalidations = nearest.invalidated.load(Ordering::Acquire);
+        nearest.reading.store(true, Ordering::Release);
+        nearest.written(&[row("late", 1)], "test");
+        let (rows, _, first) = nearest.replace(Codes::new(4), 7, invalidations).unwrap();
+        assert_eq!((rows, first), (1, true));
+        assert!(!nearest.placed(), "the late row waits for its row id");
+        assert_eq!(nearest.nearest(&unit(1), None, 1).unwrap()[0].id, "late");
+
+        let invalidations = nearest.invalidated.load(Ordering::Acquire);
+        nearest.reading.store(true, Ordering::Release);
+        nearest.invalidate();
+        assert!(nearest.replace(Codes::new(4), 8, invalidations).is_none());
+        assert_eq!(
+            nearest.rows(),
+            None,
+            "codes read across a forget are not held"
+        );
     }
 }

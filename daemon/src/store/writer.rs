@@ -440,9 +440,15 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             // The others answer each caller on its own, so they commit one by one.
             for (op, ack) in ops.into_iter().zip(acks) {
                 let changes_counts = op.changes_counts();
+                let changes_vectors = changes_counts || op.patches("vector");
                 let result = commit_single(memories, op).await;
                 if result.is_ok() && changes_counts {
                     recount(memories).await;
+                }
+                if result.is_ok() && changes_vectors {
+                    // Closed, deleted or re-embedded rows: the held codes would propose
+                    // the wrong rows until read again, so the ANN index serves meanwhile.
+                    memories.nearest.invalidate();
                 }
                 let _ = ack.send(result);
             }
@@ -462,10 +468,14 @@ impl WriteOp {
     /// Whether the op can change which memories are current (and so the counts). Supersede
     /// keeps its own count; bookkeeping updates of other columns change nothing.
     fn changes_counts(&self) -> bool {
+        matches!(self, WriteOp::Delete(_)) || self.patches("valid_to")
+    }
+
+    /// Whether the op sets `column` of existing memories.
+    fn patches(&self, column: &str) -> bool {
         match self {
-            WriteOp::Delete(_) => true,
-            WriteOp::Patch { batch, .. } => batch.column_by_name("valid_to").is_some(),
-            WriteOp::Update { columns, .. } => columns.iter().any(|(c, _)| *c == "valid_to"),
+            WriteOp::Patch { batch, .. } => batch.column_by_name(column).is_some(),
+            WriteOp::Update { columns, .. } => columns.iter().any(|(c, _)| *c == column),
             _ => false,
         }
     }
