@@ -57,7 +57,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         let (frags, bytes) = fragments(table).await.map_err(lance)?;
         bump(record, "fragments_before", frags);
         bump(record, "bytes_before", bytes);
-        // Through the writer, like every other commit, so none can race it.
+        // Beside the writer: a write to the same rows makes one of the two try again.
         pace.guard(ctx.store.compact(table)).await??;
         let age = std::time::Duration::from_secs(retention * 3600);
         let pruned = pace.guard(ctx.store.prune(table, age)).await??;

@@ -168,7 +168,7 @@ impl Store {
         }
         if writer::small_fragments(&self.memories).await? >= SMALL_MEMORY_FRAGMENTS {
             // Lance merges only fragments the indexes cover alike; those wait for a fold.
-            if self.compact_beside().await? > 0 {
+            if self.compact(&self.memories).await? > 0 {
                 done.push("compacted small fragments");
             }
         }
@@ -226,34 +226,20 @@ impl Store {
     /// commit to a concurrent write is tried again, and the last time through the writer.
     pub async fn fold_beside(&self, how: Fold) -> Result<(), StoreError> {
         let fold = || async { writer::fold_indexes(&self.memories, how).await.map(|()| 0) };
-        self.beside_the_writer("fold", fold, WriteOp::FoldIndexes)
+        let through_the_writer = self.writer.submit(WriteOp::FoldIndexes);
+        self.beside_the_writer("fold", fold, through_the_writer)
             .await
             .map(|_| ())
     }
 
-    /// Merges the memories' small fragments beside the writer, as a fold: at 1M memories
-    /// the compaction (which remaps every index to the rows' new places) held every write
-    /// for 4.1 s when the writer ran it. Appends made meanwhile keep their fragments; an
-    /// update or delete of a row being moved makes one of the two commits try again (Lance
-    /// retries the write itself; a compaction that loses is tried again here). Returns the
-    /// fragments merged away.
-    pub async fn compact_beside(&self) -> Result<u64, StoreError> {
-        let compact = || async {
-            let stats = self.memories.optimize(writer::compact_small()).await?;
-            Ok(writer::fragments_removed(&stats))
-        };
-        self.beside_the_writer("compaction", compact, WriteOp::CompactSmall)
-            .await
-    }
-
     /// Runs `attempt` beside the writer, holding the rewrite lock (a fold, a compaction and
     /// an ANN training void each other's commits); a try that loses its commit to a write is
-    /// made again, and the last one is `last_resort` through the writer.
+    /// made again, and the last one is `last_resort`, the same through the writer.
     async fn beside_the_writer<F, Fut>(
         &self,
         what: &str,
         attempt: F,
-        last_resort: WriteOp,
+        last_resort: impl std::future::Future<Output = Result<u64, StoreError>>,
     ) -> Result<u64, StoreError>
     where
         F: Fn() -> Fut,
@@ -269,14 +255,28 @@ impl Store {
                 Err(e) => return Err(e),
             }
         }
-        self.writer.submit(last_resort).await
+        last_resort.await
     }
 
-    /// Merges `table`'s small fragments, through the writer.
-    pub async fn compact(&self, table: &Table) -> Result<OptimizeStats, StoreError> {
-        let _rewriting = self.rewrites.lock().await;
-        self.writer
-            .optimize(table.clone(), writer::compact_small())
+    /// Merges `table`'s small fragments beside the writer, as a fold: at 1M memories the
+    /// compaction (which remaps every index to the rows' new places) held every write for
+    /// 4.1 s when the writer ran it, the edges' 0.4 s. Appends made meanwhile keep their
+    /// fragments; an update or delete of a row being moved makes one of the two commits try
+    /// again (Lance retries the write itself; a compaction that loses is tried again here).
+    /// Returns the fragments merged away.
+    pub async fn compact(&self, table: &Table) -> Result<u64, StoreError> {
+        let compact = || async {
+            let stats = table.optimize(writer::compact_small()).await?;
+            Ok(writer::fragments_removed(&stats))
+        };
+        let through_the_writer = async {
+            let stats = self
+                .writer
+                .optimize(table.clone(), writer::compact_small())
+                .await?;
+            Ok(writer::fragments_removed(&stats))
+        };
+        self.beside_the_writer("compaction", compact, through_the_writer)
             .await
     }
 
@@ -313,6 +313,7 @@ impl Store {
         prune_older_than: Option<Duration>,
     ) -> Result<Vec<&'static str>, StoreError> {
         let mut done = Vec::new();
+        let mut pruned = 0;
         for table in self.tables().iter().filter(|t| t.name() != super::MEMORIES) {
             if writer::small_fragments(table).await? >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
                 self.compact(table).await?;
@@ -324,10 +325,11 @@ impl Store {
                 done.push("folded new rows into the edge indexes");
             }
             if let Some(age) = prune_older_than {
-                self.prune(table, age).await?;
+                let stats = self.prune(table, age).await?;
+                pruned += stats.prune.map(|p| p.old_versions).unwrap_or(0);
             }
         }
-        if prune_older_than.is_some() {
+        if pruned > 0 {
             done.push("pruned old bookkeeping versions");
         }
         done.dedup();
@@ -754,7 +756,7 @@ pub(super) mod tests {
         all.extend(more.iter().cloned());
         let moved: Vec<String> = small.iter().map(|r| r.id.clone()).collect();
         let writes = write_meanwhile(&store, &more, &moved);
-        let (merged, ()) = tokio::join!(store.compact_beside(), writes);
+        let (merged, ()) = tokio::join!(store.compact(&store.memories), writes);
         assert!(merged.unwrap() > 0, "the small fragments were not merged");
         assert_all_found(&store, &all, "after a compaction beside the writer").await;
         for id in moved.iter().take(more.len() / 10) {
@@ -865,7 +867,7 @@ pub(super) mod tests {
         };
         store.writer().submit(bookkeeping).await.unwrap();
         assert_all_found(&store, &current, "bookkeeping").await;
-        store.writer().submit(WriteOp::CompactSmall).await.unwrap();
+        store.compact(&store.memories).await.unwrap();
         assert_all_found(&store, &current, "compaction").await;
         store.writer().submit(WriteOp::FoldIndexes).await.unwrap();
         assert_all_found(&store, &current, "fold after compaction").await;

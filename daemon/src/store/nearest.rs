@@ -666,7 +666,7 @@ mod tests {
         assert_eq!(ids[0], "c2");
         assert!(!ids.contains(&"c".to_string()), "{ids:?}");
         // Rows moved by a compaction are read by id until the codes are read again.
-        writer.submit(WriteOp::CompactSmall).await.unwrap();
+        store.compact(&store.memories).await.unwrap();
         let mut ids = nearest_ids(&store, 1, None).await;
         assert_eq!(ids[0], "b");
         ids.sort();

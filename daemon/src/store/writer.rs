@@ -50,9 +50,6 @@ pub enum WriteOp {
     /// that kept losing its commit beside the writer (`Store::fold_beside`), and
     /// consolidation's storage phase, which runs while nothing else writes.
     FoldIndexes,
-    /// Merges the memories' small fragments (many small commits leave one each) so reads
-    /// and commits stay fast between consolidation runs.
-    CompactSmall,
     /// Builds the memories' full-text index (the writer also builds it after the first rows).
     BuildTextIndex,
     /// Builds the scalar indexes of the memories that are missing (fast: a column each).
@@ -92,7 +89,6 @@ impl WriteOp {
             WriteOp::Delete(_) => "deleting memories",
             WriteOp::Patch { .. } => "patching memories",
             WriteOp::FoldIndexes => "folding into indexes",
-            WriteOp::CompactSmall => "compacting small fragments",
             WriteOp::BuildTextIndex => "building the full-text index",
             WriteOp::BuildScalarIndexes => "building scalar indexes",
             WriteOp::Purge => "purging forgotten content",
@@ -114,7 +110,6 @@ impl WriteOp {
             | WriteOp::DeleteWhere { .. }
             | WriteOp::Update { .. }
             | WriteOp::FoldIndexes
-            | WriteOp::CompactSmall
             | WriteOp::BuildTextIndex
             | WriteOp::BuildScalarIndexes
             | WriteOp::Seal { .. }
@@ -591,7 +586,6 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
     match op {
         WriteOp::Delete(predicate) => Ok(table.delete(&predicate.sql()).await?.num_deleted_rows),
         WriteOp::Supersede { old, new } => supersede(memories, *old, *new).await,
-        WriteOp::CompactSmall => Ok(fragments_removed(&table.optimize(compact_small()).await?)),
         WriteOp::FoldIndexes => {
             fold(memories).await?;
             Ok(0)
