@@ -8,8 +8,10 @@
 //! (or read by id, where a row moved since the codes were made), checked current, and
 //! ranked by the exact cosine of their stored vectors. So a forgotten or closed memory is
 //! never an answer; at worst a stale code costs a read. New memories join the codes as they
-//! are written; anything else that changes the table (updates, consolidation, compaction)
-//! moves rows, and the next maintenance pass reads the codes again (~0.2 s at 100k).
+//! are written; other changes to the table (updates, consolidation, compaction) move rows,
+//! and the next maintenance pass reads the codes again (0.27 s at 100k). Writes that close,
+//! delete or re-embed rows drop the codes at once: until they are read again the ANN index
+//! serves, rather than codes that propose rows gone or vectors changed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
