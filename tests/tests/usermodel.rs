@@ -407,4 +407,37 @@ async fn a_memory_from_inside_a_git_repository_makes_a_project_with_its_language
         .await
         .unwrap_err();
     assert!(e.to_string().contains("does not exist"), "{e}");
+
+    // `mnemo add --cwd` says where a memory was made, as a tool would.
+    let web = repo.join("web").display().to_string();
+    let out = daemon.cli(
+        &["add", "Tiles now load lazily.", "--cwd", &web, "--json"],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let added: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(added["metadata"]["cwd"], web.as_str());
+    let got = c
+        .call::<project::Get>(&project::GetParams {
+            path: Some(web.clone()),
+            id: None,
+        })
+        .await
+        .unwrap();
+    let recent: Vec<&str> = got.recent.iter().map(|r| r.memory_id.as_str()).collect();
+    assert!(
+        recent.contains(&added["id"].as_str().unwrap()),
+        "{recent:?}"
+    );
+    let out = daemon.cli(&["add", "Lost.", "--cwd", "/no/such/place"], "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--cwd /no/such/place: no such directory"),
+        "{err}"
+    );
 }

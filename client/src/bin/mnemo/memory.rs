@@ -99,6 +99,11 @@ pub struct AddArgs {
     /// A JSON object.
     #[arg(long)]
     metadata: Option<String>,
+    /// The directory the memory was made in (the current one when no DIR is given): mnemod
+    /// links it to the project around it (the enclosing git repository or project marker).
+    /// Stored as `cwd` in its metadata.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    cwd: Option<std::path::PathBuf>,
     #[arg(long, short)]
     namespace: Option<String>,
     /// 0–10; scored from the text when absent.
@@ -168,12 +173,15 @@ impl FilterArgs {
 pub async fn run(cmd: MemoryCommand, socket: &Path, out: &Output) -> anyhow::Result<()> {
     match cmd {
         MemoryCommand::Add(a) => {
-            let metadata = a
+            let mut metadata = a
                 .metadata
                 .as_deref()
                 .map(serde_json::from_str)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("--metadata is not valid JSON: {e}"))?;
+            if let Some(dir) = a.cwd {
+                metadata = Some(with_cwd(metadata, &dir)?);
+            }
             let params = AddParams {
                 content: content_or_stdin(a.content)?,
                 kind: a.kind,
@@ -291,4 +299,49 @@ pub async fn run(cmd: MemoryCommand, socket: &Path, out: &Output) -> anyhow::Res
         }
     }
     Ok(())
+}
+
+/// `metadata` (a JSON object, or none) with `cwd` set to `dir`, made absolute.
+fn with_cwd(
+    metadata: Option<serde_json::Value>,
+    dir: &std::path::Path,
+) -> anyhow::Result<serde_json::Value> {
+    if !dir.is_dir() {
+        anyhow::bail!("--cwd {}: no such directory", dir.display());
+    }
+    let dir = std::path::absolute(dir)?.display().to_string();
+    let mut metadata = metadata.unwrap_or_else(|| serde_json::json!({}));
+    let Some(fields) = metadata.as_object_mut() else {
+        anyhow::bail!("--metadata must be a JSON object to take --cwd too");
+    };
+    fields.insert("cwd".into(), dir.into());
+    Ok(metadata)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_joins_the_metadata_as_an_absolute_path() {
+        let dir = std::env::temp_dir();
+        let given = Some(serde_json::json!({ "ticket": 7 }));
+        let m = with_cwd(given, &dir).unwrap();
+        assert_eq!(m["ticket"], 7);
+        assert_eq!(
+            m["cwd"],
+            std::path::absolute(&dir).unwrap().display().to_string()
+        );
+        let here = with_cwd(None, std::path::Path::new(".")).unwrap();
+        let cwd = std::env::current_dir().unwrap().display().to_string();
+        assert_eq!(here["cwd"], cwd);
+    }
+
+    #[test]
+    fn a_missing_directory_or_metadata_that_is_no_object_is_refused() {
+        let e = with_cwd(None, std::path::Path::new("/no/such/dir")).unwrap_err();
+        assert_eq!(e.to_string(), "--cwd /no/such/dir: no such directory");
+        let e = with_cwd(Some(serde_json::json!([1])), &std::env::temp_dir()).unwrap_err();
+        assert!(e.to_string().contains("JSON object"), "{e}");
+    }
 }
