@@ -1,5 +1,6 @@
 //! Dense f32 matrix products over `gemm`: the embedder's layers and dedup's similarity
-//! blocks share this one checked entry point.
+//! blocks share this one checked entry point. And the vector helpers (unit length, cosine)
+//! the embedder, the store and recall share.
 
 use gemm::Parallelism;
 
@@ -65,5 +66,24 @@ pub fn matmul(
             false,
             parallelism,
         );
+    }
+}
+
+/// Scales a vector to unit length in place (a zero vector stays zero).
+pub fn l2_normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
     }
 }

@@ -67,21 +67,5 @@ pub fn from_config(config: &Config) -> Result<Arc<dyn Embedder>, EmbedError> {
     }
 }
 
-/// Scales a vector to unit length in place (a zero vector stays zero).
-pub fn l2_normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-}
-
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na * nb)
-    }
-}
+// Vector arithmetic lives with the matrix products; the embedder's callers use it from here.
+pub use crate::linalg::{cosine, l2_normalize};

@@ -129,7 +129,14 @@ impl Codes {
 
     /// Bytes held, for the log.
     fn bytes(&self) -> usize {
-        self.codes.len() + self.len() * (4 + 8 + 4 + 16 + 36)
+        use std::mem::size_of;
+        let per_row = size_of::<f32>() + size_of::<Option<u64>>() + size_of::<u32>();
+        let ids: usize = self
+            .ids
+            .iter()
+            .map(|id| size_of::<Box<str>>() + id.len())
+            .sum();
+        self.codes.len() + self.len() * per_row + ids
     }
 }
 
@@ -257,10 +264,10 @@ impl Nearest {
         }
     }
 
-    /// Whether the codes should be read again: the table changed since, or rows wait for
-    /// their row ids.
-    fn due(&self, version: u64, held: bool) -> bool {
-        !held
+    /// Whether the codes should be read again: none are held, the table changed since, or
+    /// rows wait for their row ids.
+    fn due(&self, version: u64) -> bool {
+        self.rows().is_none()
             || version != self.read_at.load(Ordering::Relaxed)
             || self.unplaced.load(Ordering::Relaxed) > 0
     }
@@ -381,7 +388,7 @@ impl Store {
             s.record.valid_to.is_none() && namespace.is_none_or(|n| s.record.namespace == n)
         });
         for s in &mut found {
-            s.raw = 1.0 - crate::embed::cosine(vector, &s.record.vector);
+            s.raw = 1.0 - crate::linalg::cosine(vector, &s.record.vector);
             // Ranking needs no vector, and fusion keeps every candidate a while.
             s.record.vector = Vec::new();
         }
@@ -397,7 +404,7 @@ impl Store {
             return Ok(None);
         }
         let version = self.memories.version().await?;
-        if !nearest.due(version, nearest.rows().is_some()) {
+        if !nearest.due(version) {
             return Ok(nearest.rows());
         }
         let started = std::time::Instant::now();
@@ -507,7 +514,7 @@ mod tests {
         (0..n)
             .map(|_| {
                 let mut v: Vec<f32> = (0..dim).map(|_| next()).collect();
-                crate::embed::l2_normalize(&mut v);
+                crate::linalg::l2_normalize(&mut v);
                 v
             })
             .collect()
@@ -517,7 +524,7 @@ mod tests {
         let mut all: Vec<(f32, usize)> = rows
             .iter()
             .enumerate()
-            .map(|(i, r)| (crate::embed::cosine(q, r), i))
+            .map(|(i, r)| (crate::linalg::cosine(q, r), i))
             .collect();
         all.sort_by(|a, b| b.0.total_cmp(&a.0));
         all.into_iter().take(k).map(|(_, i)| i).collect()
@@ -597,7 +604,7 @@ mod tests {
         for (i, row) in codes.chunks_exact(384).enumerate() {
             let dot: i32 = row.iter().zip(&q).map(|(&a, &b)| a as i32 * b as i32).sum();
             let approx = dot as f32 * scales[i] * q_scale;
-            let truth = crate::embed::cosine(&rows[0], &rows[i]);
+            let truth = crate::linalg::cosine(&rows[0], &rows[i]);
             assert!((approx - truth).abs() < 0.01, "{approx} vs {truth}");
         }
     }
