@@ -91,7 +91,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     let (access, access_task) = AccessRecorder::start(store.clone());
     let names = Arc::new(Gazetteer::new(store.clone()));
     let entities = Arc::new(EntityBook::new(store.clone()));
-    let usermodel = Arc::new(UserModel::new(store.clone(), config.usermodel.extract));
+    let usermodel = Arc::new(UserModel::new(store.clone(), &config.usermodel));
     let knowledge = Knowledge {
         names: names.clone(),
         entities: entities.clone(),

@@ -1,5 +1,6 @@
 //! The optional chat endpoint (Ollama or OpenAI-compatible) that consolidation uses to write
-//! summaries when configured. Without one, everything works by rule.
+//! summaries and read memories again for beliefs when configured. Without one, everything
+//! works by rule.
 
 use serde_json::{json, Value};
 
@@ -31,6 +32,11 @@ impl Llm {
                 .as_deref()
                 .and_then(|k| std::env::var(k).ok()),
         })
+    }
+
+    /// The model asked, as configured.
+    pub fn model(&self) -> &str {
+        &self.model
     }
 
     /// One reply to `prompt` under `system`. Blocking: call from the blocking pool.

@@ -84,6 +84,10 @@ pub struct Belief {
     /// Memories that say it.
     pub evidence_count: u64,
     pub source: BeliefSource,
+    /// What read it from a memory: `rules`, or `llm:<model>` when the configured LLM found
+    /// what the rules missed. Absent for an explicit one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_by: Option<String>,
     /// The memory it was first read from (absent for an explicit one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_memory_id: Option<String>,

@@ -54,6 +54,9 @@ pub enum Phase {
     Decay,
     /// Near-duplicates merge into the oldest, which keeps their provenance.
     Dedup,
+    /// New memories read again by the configured LLM (`llm.url`): beliefs the rules missed
+    /// join the user model. Nothing happens without an endpoint.
+    Refine,
     /// Old, weak clusters become one summary memory; the originals are demoted.
     Summaries,
     /// The living summaries (commitments, people, projects, tensions, mood, narrative, goals,
@@ -67,12 +70,13 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 9] = [
+    pub const ALL: [Phase; 10] = [
         Phase::Entities,
         Phase::Edges,
         Phase::Access,
         Phase::Decay,
         Phase::Dedup,
+        Phase::Refine,
         Phase::Summaries,
         Phase::Living,
         Phase::Habits,
@@ -85,6 +89,7 @@ impl Phase {
             Phase::Access => "access",
             Phase::Decay => "decay",
             Phase::Dedup => "dedup",
+            Phase::Refine => "refine",
             Phase::Summaries => "summaries",
             Phase::Living => "living",
             Phase::Habits => "habits",

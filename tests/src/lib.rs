@@ -10,6 +10,7 @@ use mnemo_protocol::daemon::{Hello, HelloParams};
 use mnemo_protocol::Method;
 use tempfile::TempDir;
 
+pub mod chat;
 pub mod mcp;
 mod secret_service;
 pub use secret_service::SecretService;

@@ -255,6 +255,152 @@ async fn forgetting_a_memory_removes_the_beliefs_that_rested_only_on_it() {
     assert!(tea_belief.confidence < sure);
 }
 
+/// What the scripted model answers: a belief the rules cannot read from the lake-house
+/// line, the rules' own reading of the Porto line, prose for the garbled one.
+fn reading(message: &str) -> String {
+    if message.contains("lake house") {
+        r#"Here you go:
+```json
+{"beliefs": [{"subject": "user", "predicate": "spends summers at", "object": "the lake house in Maine", "type": "behavior", "statement": "The user spends every summer at the lake house in Maine", "confidence": 0.8},
+             {"subject": "user", "predicate": "likes", "object": "lakes", "type": "feeling"}]}
+```"#
+        .into()
+    } else if message.contains("Porto") {
+        r#"{"beliefs": [{"subject": "user", "predicate": "lives_in", "object": "Porto", "type": "identity", "statement": "The user lives in Porto"}]}"#.into()
+    } else if message.contains("garbled") {
+        "I'm sorry, I can't read that.".into()
+    } else {
+        r#"{"beliefs": []}"#.into()
+    }
+}
+
+fn phase_counts(
+    run: &mnemo_protocol::consolidate::RunRecord,
+) -> std::collections::BTreeMap<String, u64> {
+    run.phases
+        .iter()
+        .find(|p| p.phase == mnemo_protocol::consolidate::Phase::Refine)
+        .expect("a refine phase")
+        .counts
+        .clone()
+}
+
+#[tokio::test]
+async fn a_configured_llm_reads_what_the_rules_missed_while_idle_and_a_forget_undoes_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let down = std::sync::Arc::new(AtomicBool::new(true));
+    let llm = {
+        let down = down.clone();
+        mnemo_tests::chat::ChatEndpoint::start(move |m| {
+            (!down.load(Ordering::Relaxed)).then(|| reading(m))
+        })
+    };
+    let config = format!(
+        "[llm]\nurl = \"{}\"\napi = \"openai\"\nmodel = \"reader-7b\"\n\n[consolidate]\nenabled = false\n",
+        llm.url()
+    );
+    let daemon = Daemon::start_configured(Embedder::Hashed, &config, &[]);
+    let mut c = daemon.client().await;
+    let lake = say(
+        &mut c,
+        "Every summer we go back to the lake house in Maine, it's tradition.",
+        None,
+    )
+    .await;
+    say(&mut c, "I live in Porto.", None).await;
+    say(&mut c, "garbled ##", None).await;
+    let gone = say(&mut c, "The lake house in Vermont sold last year.", None).await;
+    c.call::<Forget>(&ForgetParams {
+        ids: vec![gone.id.clone()],
+        filter: None,
+    })
+    .await
+    .unwrap();
+    // Ingest answered without asking the model; the rules read only the Porto line.
+    assert!(llm.asked().is_empty());
+    let ruled = beliefs(&mut c, ListParams::default()).await;
+    assert_eq!(ruled.len(), 1, "{ruled:#?}");
+    assert_eq!(ruled[0].read_by.as_deref(), Some("rules"));
+
+    // The endpoint is down: the phase stops at the first memory and keeps its place.
+    let run = daemon.consolidate_now();
+    let counts = phase_counts(&run);
+    assert_eq!(counts.get("llm_failures"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("read"), None, "{counts:?}");
+    assert_eq!(beliefs(&mut c, ListParams::default()).await.len(), 1);
+
+    down.store(false, Ordering::Relaxed);
+    let run = daemon.consolidate_now();
+    let counts = phase_counts(&run);
+    assert_eq!(counts.get("read"), Some(&3), "{counts:?}");
+    assert_eq!(counts.get("beliefs_added"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("unreadable_replies"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("dropped_items"), Some(&1), "{counts:?}");
+    let asked: Vec<serde_json::Value> = llm
+        .asked()
+        .into_iter()
+        .filter(|a| mnemo_tests::chat::user_message(a).starts_with("Message:"))
+        .collect();
+    let messages: Vec<String> = asked.iter().map(mnemo_tests::chat::user_message).collect();
+    // The forgotten memory was never sent; the system prompt asks for JSON.
+    assert!(
+        !messages.iter().any(|m| m.contains("Vermont")),
+        "{messages:?}"
+    );
+    assert!(asked[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("JSON"));
+    assert_eq!(asked[0]["model"], "reader-7b");
+
+    let held = beliefs(&mut c, ListParams::default()).await;
+    assert_eq!(
+        held.len(),
+        2,
+        "the rules' Porto is repeated, not doubled: {held:#?}"
+    );
+    let summers = held
+        .iter()
+        .find(|b| b.predicate == "spends_summers_at")
+        .expect("the model's reading");
+    assert_eq!(summers.object, "the lake house in Maine");
+    assert_eq!(summers.read_by.as_deref(), Some("llm:reader-7b"));
+    assert_eq!(summers.source, BeliefSource::Extracted);
+    assert_eq!(summers.belief_type, BeliefType::Behavior);
+    assert!(summers.confidence <= 0.7, "{}", summers.confidence);
+    assert_eq!(summers.source_memory_id.as_deref(), Some(lake.id.as_str()));
+    let shown = daemon.cli(&["belief", &summers.id], "");
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("read by llm:reader-7b"), "{shown}");
+
+    // Read once: the next run asks nothing more of the memories (living summaries, which
+    // the model also writes when configured, are asked for again).
+    let readings = || {
+        llm.asked()
+            .iter()
+            .filter(|a| mnemo_tests::chat::user_message(a).starts_with("Message:"))
+            .count()
+    };
+    let before = readings();
+    assert_eq!(before, 4, "one failed ask, then three memories");
+    let counts = phase_counts(&daemon.consolidate_now());
+    assert_eq!(counts.get("read"), None, "{counts:?}");
+    assert_eq!(readings(), before);
+
+    // What the model read rests on its memory like any other belief.
+    c.call::<Forget>(&ForgetParams {
+        ids: vec![lake.id.clone()],
+        filter: None,
+    })
+    .await
+    .unwrap();
+    let held = beliefs(&mut c, ListParams::default()).await;
+    assert!(
+        !held.iter().any(|b| b.predicate == "spends_summers_at"),
+        "{held:#?}"
+    );
+}
+
 #[tokio::test]
 async fn whoami_assembles_identity_and_questions_state_nothing() {
     let daemon = Daemon::start();

@@ -69,11 +69,20 @@ pub struct Config {
 pub struct UserModelConfig {
     /// Read beliefs, preferences and identity from new memories by rule.
     pub extract: bool,
+    /// When an LLM endpoint is configured (`[llm] url`), consolidation's refine phase has it
+    /// read new memories again for beliefs the rules missed; ingest never waits for it.
+    pub llm_refine: bool,
+    /// Most memories one consolidation run has the LLM read; the rest wait for the next run.
+    pub llm_refine_per_run: usize,
 }
 
 impl Default for UserModelConfig {
     fn default() -> Self {
-        Self { extract: true }
+        Self {
+            extract: true,
+            llm_refine: true,
+            llm_refine_per_run: 100,
+        }
     }
 }
 

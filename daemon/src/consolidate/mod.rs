@@ -12,6 +12,7 @@ mod habits;
 pub mod idle;
 mod living;
 mod pace;
+mod refine;
 mod related;
 mod storage;
 mod summarize;
@@ -449,6 +450,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
             Phase::Access => access::run(pace, &mut record).await,
             Phase::Decay => decay::run(pace, &mut record).await,
             Phase::Dedup => dedup::run(pace, &mut record).await,
+            Phase::Refine => refine::run(pace, &mut record).await,
             Phase::Summaries => summarize::run(pace, &mut record).await,
             Phase::Living => living::run(pace, &mut record).await,
             Phase::Habits => habits::run(pace, &mut record).await,

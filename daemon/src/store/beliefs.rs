@@ -26,6 +26,9 @@ table_rows! {
         /// The lineages of the memories that say it.
         evidence: Vec<String>,
         source: BeliefSource,
+        /// `rules` or `llm:<model>`; none for an explicit one (added after the table was
+        /// first made: older rows read none).
+        read_by: Option<String>,
         /// The version of the memory it was first read from.
         source_memory_id: Option<String>,
         valid_from: i64,

@@ -66,3 +66,59 @@ impl<R: Rows> KeyedTable<R> {
         Ok(batches.iter().flat_map(R::from_batch).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use lancedb::arrow::arrow_schema::Schema;
+
+    use super::*;
+    use crate::store::beliefs::{BeliefRecord, BELIEFS};
+
+    #[tokio::test]
+    async fn a_table_made_before_a_column_was_added_opens_and_takes_rows_of_the_new_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let old_row = BeliefRecord {
+            id: "old".into(),
+            statement: "The user lives in Porto".into(),
+            ..Default::default()
+        };
+        {
+            // The beliefs table as an older mnemod made it: without `read_by`.
+            let db = lancedb::connect(dir.path().to_str().unwrap())
+                .execute()
+                .await
+                .unwrap();
+            let batch = BeliefRecord::to_batch(std::slice::from_ref(&old_row)).unwrap();
+            let kept: Vec<usize> = (0..batch.num_columns())
+                .filter(|&i| batch.schema().field(i).name() != "read_by")
+                .collect();
+            let batch = batch.project(&kept).unwrap();
+            let older = Arc::new(Schema::new(batch.schema().fields().clone()));
+            db.create_empty_table(BELIEFS, older)
+                .execute()
+                .await
+                .unwrap()
+                .add(batch)
+                .execute()
+                .await
+                .unwrap();
+        }
+        let store = crate::store::test_store(dir.path()).await;
+        let new_row = BeliefRecord {
+            id: "new".into(),
+            read_by: Some("llm:reader".into()),
+            ..Default::default()
+        };
+        let table = store.beliefs();
+        store
+            .writer()
+            .submit(table.upsert(std::slice::from_ref(&new_row)).unwrap())
+            .await
+            .unwrap();
+        let mut rows = table.rows(&Pred::All).await.unwrap();
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(rows, vec![new_row, old_row]);
+    }
+}

@@ -467,32 +467,7 @@ async fn migrate_memories(
                 .await?;
         }
     }
-    let schema = memories.schema().await?;
-    let missing: Vec<Field> = wanted
-        .fields()
-        .iter()
-        .filter(|f| schema.field_with_name(f.name()).is_err())
-        .map(|f| f.as_ref().clone().with_nullable(true))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    tracing::info!(
-        "upgrading the memories table: adding {}",
-        missing
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    memories
-        .add_columns()
-        .transform(lancedb::table::NewColumnTransform::AllNulls(Arc::new(
-            Schema::new(missing),
-        )))
-        .execute()
-        .await?;
-    Ok(())
+    system::add_missing_columns(memories, MEMORIES, &wanted).await
 }
 
 fn meta_schema() -> SchemaRef {

@@ -18,10 +18,12 @@ use mnemo_protocol::graph::{EdgeType, Node};
 use mnemo_protocol::memory::{MemoryKind, DEFAULT_NAMESPACE, MAX_LABEL_BYTES};
 use mnemo_protocol::time::now_micros;
 
+use crate::config::UserModelConfig;
 use crate::error::{Error, Result};
 use crate::store::beliefs::BeliefRecord;
 use crate::store::edges::EdgeRecord;
-use crate::store::{MemoryRecord, Pred, Store, StoreError};
+use crate::store::filter::current;
+use crate::store::{col, MemoryRecord, Pred, Store, StoreError};
 use crate::understand::beliefs::{extract, preference_statement, Signal};
 use crate::understand::entities::fold;
 
@@ -41,6 +43,10 @@ pub struct UserModel {
     changing: tokio::sync::Mutex<()>,
     /// Read beliefs from new memories (`[usermodel] extract` in the config).
     extract: bool,
+    /// Let the configured LLM read them again while idle (`[usermodel] llm_refine`), this
+    /// many a consolidation run at most.
+    llm_refine: bool,
+    refine_per_run: usize,
     projects: projects::Projects,
 }
 
@@ -62,12 +68,14 @@ fn slot(b: &BeliefRecord) -> (String, String, String) {
 }
 
 impl UserModel {
-    pub fn new(store: Arc<Store>, extract: bool) -> Self {
+    pub fn new(store: Arc<Store>, config: &UserModelConfig) -> Self {
         Self {
             store: store.clone(),
             beliefs: Mutex::default(),
             changing: tokio::sync::Mutex::default(),
-            extract,
+            extract: config.extract,
+            llm_refine: config.llm_refine,
+            refine_per_run: config.llm_refine_per_run,
             projects: projects::Projects::new(store.clone()),
         }
     }
@@ -119,28 +127,55 @@ impl UserModel {
         {
             let mut beliefs = self.lock();
             for (r, s) in said {
-                let new = BeliefRecord {
-                    id: uuid::Uuid::now_v7().to_string(),
-                    namespace: r.namespace.clone(),
-                    subject: s.subject,
-                    predicate: s.predicate,
-                    object: s.object,
-                    negated: s.negated,
-                    statement: s.statement,
-                    belief_type: s.kind,
-                    domain: s.domain,
-                    scope: r.project_id.clone(),
-                    confidence: s.confidence,
-                    evidence: vec![r.lineage.clone()],
-                    source: BeliefSource::Extracted,
-                    source_memory_id: Some(r.id.clone()),
-                    valid_from: r.event_time(),
-                    ..Default::default()
-                };
-                apply(&mut beliefs, new, now, &mut changes);
+                apply(&mut beliefs, read_from(r, s, RULES), now, &mut changes);
             }
         }
         self.write(changes).await
+    }
+
+    /// Whether the configured LLM reads memories again for what the rules missed
+    /// (`[usermodel] llm_refine`, and extraction on at all).
+    pub fn refines(&self) -> bool {
+        self.extract && self.llm_refine && self.refine_per_run > 0
+    }
+
+    /// Most memories one consolidation run has the LLM read.
+    pub fn refine_per_run(&self) -> usize {
+        self.refine_per_run
+    }
+
+    /// Beliefs `read_by` (the configured LLM) found in `memory`, which the rules read before:
+    /// weighed like the rules' own, so what the rules already hold is only repeated. A memory
+    /// that stopped being current meanwhile (forgotten or replaced) yields nothing: a late
+    /// reading never outlives a forget. Answers how many beliefs were new.
+    pub async fn refine(
+        &self,
+        memory: &MemoryRecord,
+        said: Vec<Signal>,
+        read_by: &str,
+    ) -> Result<usize> {
+        if said.is_empty() || !memory.is_the_persons() {
+            return Ok(0);
+        }
+        // Under the same lock a forget's retraction takes, so one of the two sees the other.
+        let _one = self.changing.lock().await;
+        let still = current().and(col("id").eq(&memory.id));
+        if self.store.count(&still).await? == 0 {
+            return Ok(0);
+        }
+        let now = now_micros();
+        let mut changes = Changes::default();
+        let added = {
+            let mut beliefs = self.lock();
+            said.into_iter()
+                .filter(|s| {
+                    let new = read_from(memory, s.clone(), read_by);
+                    apply(&mut beliefs, new, now, &mut changes).0.is_none()
+                })
+                .count()
+        };
+        self.write(changes).await?;
+        Ok(added)
     }
 
     /// Records a preference the person set; it replaces any current one of the same key.
@@ -309,6 +344,32 @@ impl UserModel {
 
     pub fn get(&self, id: &str) -> Option<BeliefRecord> {
         self.lock().get(id).cloned()
+    }
+}
+
+/// What rule-read beliefs say they were read by.
+pub const RULES: &str = "rules";
+
+/// A belief `s` as read from memory `r` by `read_by`, before it is weighed.
+fn read_from(r: &MemoryRecord, s: Signal, read_by: &str) -> BeliefRecord {
+    BeliefRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        namespace: r.namespace.clone(),
+        subject: s.subject,
+        predicate: s.predicate,
+        object: s.object,
+        negated: s.negated,
+        statement: s.statement,
+        belief_type: s.kind,
+        domain: s.domain,
+        scope: r.project_id.clone(),
+        confidence: s.confidence,
+        evidence: vec![r.lineage.clone()],
+        source: BeliefSource::Extracted,
+        read_by: Some(read_by.to_string()),
+        source_memory_id: Some(r.id.clone()),
+        valid_from: r.event_time(),
+        ..Default::default()
     }
 }
 

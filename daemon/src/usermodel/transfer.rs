@@ -30,6 +30,12 @@ fn imported(e: &ExportedBelief) -> std::result::Result<BeliefRecord, String> {
             "belief statement is over {MAX_CONTENT_BYTES} bytes"
         ));
     }
+    if b.read_by
+        .as_ref()
+        .is_some_and(|r| r.len() > MAX_LABEL_BYTES)
+    {
+        return Err(format!("belief read_by is over {MAX_LABEL_BYTES} bytes"));
+    }
     if !(0.0..=1.0).contains(&b.confidence) {
         return Err(format!("belief confidence {} is not 0–1", b.confidence));
     }
@@ -54,6 +60,7 @@ fn imported(e: &ExportedBelief) -> std::result::Result<BeliefRecord, String> {
         confidence: b.confidence,
         evidence: e.evidence.clone(),
         source: b.source,
+        read_by: b.read_by.clone(),
         source_memory_id: b.source_memory_id.clone(),
         valid_from,
         valid_to,

@@ -27,6 +27,7 @@ pub fn to_protocol(b: &BeliefRecord) -> Belief {
         confidence: b.confidence,
         evidence_count: b.evidence.len() as u64,
         source: b.source,
+        read_by: b.read_by.clone(),
         source_memory_id: b.source_memory_id.clone(),
         valid_from: format_micros(b.valid_from),
         valid_to: b.valid_to.map(format_micros),

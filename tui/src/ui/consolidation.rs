@@ -21,6 +21,7 @@ pub fn phase_summary(run: &RunRecord) -> String {
         ("merged", c(Phase::Dedup, "merged")),
         ("similar", c(Phase::Dedup, "similar")),
         ("aliases", c(Phase::Entities, "aliases")),
+        ("beliefs by LLM", c(Phase::Refine, "beliefs_added")),
         ("summaries", c(Phase::Summaries, "summaries")),
     ]
     .into_iter()

@@ -147,10 +147,14 @@ pub async fn belief(a: BeliefArgs, socket: &Path, out: &Output) -> anyhow::Resul
         let mut lines = vec![
             b.statement.clone(),
             format!(
-                "  {} {} · {} · confidence {:.2} from {} memor{}",
+                "  {} {} · {}{} · confidence {:.2} from {} memor{}",
                 b.belief_type,
                 b.domain.as_deref().unwrap_or(""),
                 b.source,
+                b.read_by
+                    .as_deref()
+                    .map(|r| format!(" (read by {r})"))
+                    .unwrap_or_default(),
                 b.confidence,
                 b.evidence_count,
                 if b.evidence_count == 1 { "y" } else { "ies" }

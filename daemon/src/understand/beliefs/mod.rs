@@ -6,6 +6,7 @@
 //! Questions, conditionals and turns of phrase ("I can't wait") state nothing.
 
 mod lexicon;
+pub mod llm;
 mod rules;
 #[cfg(test)]
 mod tests;

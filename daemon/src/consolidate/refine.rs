@@ -1,0 +1,93 @@
+//! Refine: with an LLM endpoint configured (`[llm] url`) and `[usermodel] llm_refine` on,
+//! the person's memories added since the last run are read again by the LLM, oldest first,
+//! at most `llm_refine_per_run` a run; beliefs the rules missed join the user model
+//! (`read_by` = `llm:<model>`), weighed like the rules' own. Ingest never waits for this: it
+//! runs only while the machine is idle, and steps aside mid-call when a request arrives.
+//!
+//! Where it is kept: the creation time through which memories were read (a `meta`
+//! watermark), advanced only past whole groups of one creation time, so a stop re-reads at
+//! most one group, which only repeats beliefs already held. An endpoint that does not answer
+//! ends the phase without moving the watermark (the next run tries again); a reply that
+//! cannot be read is counted and passed over.
+
+use mnemo_protocol::consolidate::{Phase, PhaseRecord};
+use mnemo_protocol::memory::MemoryKind;
+
+use super::pace::{Pace, Stop};
+use super::{bump, done_through, time_blocks};
+use crate::llm::Llm;
+use crate::store::col;
+use crate::store::filter::current;
+use crate::understand::beliefs::llm::{parse, prompt, SYSTEM};
+
+const WATERMARK: &str = "refine.done_through";
+
+pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
+    let ctx = pace.ctx().clone();
+    let usermodel = &ctx.usermodel;
+    let llm = match Llm::from_config(&ctx.llm) {
+        Some(llm) if usermodel.refines() => std::sync::Arc::new(llm),
+        _ => return Ok(()),
+    };
+    let read_by = format!("llm:{}", llm.model());
+    let store = &ctx.store;
+    let watermark = done_through(store, WATERMARK).await?;
+    let predicate = current()
+        .and(col("is_summary").eq(false))
+        .and(col("created_at").gt(watermark));
+    let mut rows = pace
+        .guard(store.columns_of(&predicate, &["id", "kind", "metadata", "created_at"]))
+        .await??;
+    rows.retain(|r| r.kind != MemoryKind::Summary && r.is_the_persons());
+    rows.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    let times: Vec<i64> = rows.iter().map(|r| r.created_at).collect();
+    let mut blocks = Vec::new();
+    let mut taken = 0;
+    for block in time_blocks(&times, 1) {
+        if taken >= usermodel.refine_per_run() {
+            break;
+        }
+        taken += block.len();
+        blocks.push(block);
+    }
+    bump(record, "waiting", (rows.len() - taken) as u64);
+    let total = taken as u64;
+    let mut done = 0;
+    for block in blocks {
+        let ids: Vec<String> = rows[block.clone()].iter().map(|r| r.id.clone()).collect();
+        // Whole rows now: the texts (opened in an encrypted store), lineage, namespace.
+        let memories = pace
+            .guard(store.plain_rows(&col("id").one_of(&ids), None))
+            .await??;
+        for memory in memories {
+            pace.checkpoint().await?;
+            match pace.ask(&llm, SYSTEM, prompt(&memory.content)).await? {
+                Err(e) => {
+                    tracing::warn!("refine: the LLM did not answer, trying again next run: {e}");
+                    bump(record, "llm_failures", 1);
+                    return Ok(());
+                }
+                Ok(reply) => match parse(&reply) {
+                    Err(e) => {
+                        tracing::debug!("refine: memory {}: {e}", memory.id);
+                        bump(record, "unreadable_replies", 1);
+                    }
+                    Ok(reading) => {
+                        bump(record, "dropped_items", reading.dropped as u64);
+                        let added = usermodel
+                            .refine(&memory, reading.signals, &read_by)
+                            .await
+                            .map_err(|e| Stop::Failed(format!("refining beliefs: {e}")))?;
+                        bump(record, "beliefs_added", added as u64);
+                    }
+                },
+            }
+            bump(record, "read", 1);
+            done += 1;
+            pace.progress(Phase::Refine, done, total);
+        }
+        let through = times[block.end - 1];
+        store.meta_set(WATERMARK, &through.to_string()).await?;
+    }
+    Ok(())
+}
