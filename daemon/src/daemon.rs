@@ -91,7 +91,11 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     let (access, access_task) = AccessRecorder::start(store.clone());
     let names = Arc::new(Gazetteer::new(store.clone()));
     let entities = Arc::new(EntityBook::new(store.clone()));
-    let usermodel = Arc::new(UserModel::new(store.clone(), &config.usermodel));
+    let usermodel = Arc::new(UserModel::new(
+        store.clone(),
+        embed.clone(),
+        &config.usermodel,
+    ));
     let knowledge = Knowledge {
         names: names.clone(),
         entities: entities.clone(),
@@ -228,6 +232,17 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         events.clone(),
         shutdown.clone(),
     ));
+    {
+        // Beliefs stored before they had vectors (or by another embedder) get them now.
+        let usermodel = usermodel.clone();
+        tokio::spawn(async move {
+            match usermodel.embed_missing().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!("embedded the statements of {n} beliefs"),
+                Err(e) => tracing::warn!("embedding the beliefs' statements failed: {e}"),
+            }
+        });
+    }
     let reembedding = tokio::spawn(embed::reembed(
         store.clone(),
         embed.clone(),

@@ -366,6 +366,40 @@ async fn profiles_change_what_is_included() {
 }
 
 #[tokio::test]
+async fn a_belief_joins_the_package_of_a_query_about_it_in_other_words() {
+    let daemon = Daemon::start_with(Embedder::Minilm, &[]);
+    let mut c = daemon.client().await;
+    remember(&mut c, "I want to learn Japanese.", None, "2026-04-01").await;
+    remember(&mut c, "I like hiking.", None, "2026-04-02").await;
+    let asked = |query: &str| BuildParams {
+        query: Some(query.into()),
+        budget: Some(400),
+        explain: true,
+        ..Default::default()
+    };
+    let beliefs_in = |p: &Package| -> Vec<(String, String)> {
+        tier(p, Tier::Retrieved)
+            .items
+            .iter()
+            .filter(|i| i.kind == ItemKind::Belief)
+            .map(|i| (i.text.clone(), i.why.clone().unwrap_or_default()))
+            .collect()
+    };
+    // No word in common with the goal, only its meaning.
+    let trip = build(&mut c, asked("plan my trip to Tokyo")).await;
+    let found = beliefs_in(&trip);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "User wants to learn Japanese");
+    assert!(
+        found[0].1.contains("near the query in meaning"),
+        "{found:?}"
+    );
+    // A query about something else brings neither belief.
+    let parser = build(&mut c, asked("fix the failing test in the parser")).await;
+    assert!(beliefs_in(&parser).is_empty(), "{:?}", beliefs_in(&parser));
+}
+
+#[tokio::test]
 async fn an_empty_store_gives_a_small_valid_package_and_bad_requests_say_what_to_do() {
     let daemon = Daemon::start_with(Embedder::Minilm, &[]);
     let mut c = daemon.client().await;

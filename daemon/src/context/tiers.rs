@@ -18,6 +18,7 @@ use crate::store::beliefs::BeliefRecord;
 use crate::understand::emotion::words;
 use crate::understand::entities::is_common_word;
 use crate::understand::sentences::clip;
+use crate::usermodel::vectors::similarity;
 
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -450,11 +451,12 @@ pub async fn retrieved(
         }
     }
     found.report("recall", recalled, "nothing stored matches the query");
-    let touched = beliefs_touched(query, beliefs, project, profile);
+    let query_vector = recall.query_vector(query).await?;
+    let touched = beliefs_touched(query, &query_vector, beliefs, project, profile);
     found.report(
         "beliefs",
         touched.len(),
-        "no current belief shares a word with the query or the project",
+        "no current belief is near the query in meaning or words, or about the project",
     );
     found.candidates.extend(touched);
     // The triggered layer (agent episodes) is not part of this build yet.
@@ -480,10 +482,17 @@ fn explain_hit(h: &SearchHit, recency: f32) -> String {
     parts.join(", ")
 }
 
-/// Current beliefs that share a content word with the query, and those scoped to the active
-/// project: what the store believes that bears on the task.
+/// The cosine from which a belief's statement counts as being about the query. With MiniLM, a
+/// belief and a query about the same thing in other words score 0.28–0.69 ("The user wants to
+/// learn Japanese" / "plan my trip to Tokyo" 0.42, "likes hiking" / "weekend plans outdoors"
+/// 0.28), unrelated ones at most 0.13 ("Maria lives in Porto" / "the capital of France").
+const NEAR_IN_MEANING: f32 = 0.25;
+
+/// Current beliefs whose statement is near the query in meaning or shares a content word with
+/// it, and those scoped to the active project: what the store believes that bears on the task.
 fn beliefs_touched(
     query: &str,
+    query_vector: &[f32],
     beliefs: &[BeliefRecord],
     project: Option<&Project>,
     profile: &ProfileConfig,
@@ -500,10 +509,14 @@ fn beliefs_touched(
         let said = words(&b.statement);
         let shared = said.iter().filter(|w| asked.contains(*w)).count();
         let in_project = project.is_some_and(|p| b.scope.as_deref() == Some(p.id.as_str()));
-        if shared == 0 && !in_project {
+        let near = similarity(b, query_vector).filter(|s| *s >= NEAR_IN_MEANING);
+        if shared == 0 && near.is_none() && !in_project {
             continue;
         }
         let overlap = shared as f32 / asked.len().max(1) as f32;
+        // Both say how much of the query the belief answers, on one 0–1 scale.
+        let closeness = near.map_or(0.0, |s| (s - NEAR_IN_MEANING) / (1.0 - NEAR_IN_MEANING));
+        let relevance = overlap.max(closeness).min(1.0);
         out.push(Candidate {
             day: None,
             tier: Tier::Retrieved,
@@ -515,12 +528,14 @@ fn beliefs_touched(
                 * if in_project {
                     0.9
                 } else {
-                    0.5 + 0.4 * overlap.min(1.0)
+                    0.5 + 0.4 * relevance
                 },
-            why: if in_project {
-                "believed about the active project".into()
-            } else {
-                format!("a current belief sharing {shared} word(s) with the query")
+            why: match (in_project, near) {
+                (true, _) => "believed about the active project".into(),
+                (false, Some(s)) if closeness >= overlap => {
+                    format!("a current belief near the query in meaning ({s:.2})")
+                }
+                _ => format!("a current belief sharing {shared} word(s) with the query"),
             },
         });
     }

@@ -47,7 +47,13 @@ pub struct Recall {
     config: SearchConfig,
     /// Searches answered since start.
     searches: AtomicU64,
+    /// The last queries' vectors: context building asks for the vector of the query it just
+    /// searched for, and agents repeat queries.
+    recent_queries: std::sync::Mutex<std::collections::VecDeque<(String, Vec<f32>)>>,
 }
+
+/// Query vectors kept.
+const RECENT_QUERIES: usize = 32;
 
 impl Recall {
     pub fn new(
@@ -73,7 +79,32 @@ impl Recall {
             usermodel,
             config,
             searches: AtomicU64::new(0),
+            recent_queries: Default::default(),
         }
+    }
+
+    /// The configured embedder's vector of `query`, embedded once for a few repeats.
+    pub async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
+        let recent = |q: &str| {
+            let held = self
+                .recent_queries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            held.iter().find(|(t, _)| t == q).map(|(_, v)| v.clone())
+        };
+        if let Some(v) = recent(query) {
+            return Ok(v);
+        }
+        let vector = self.embed.embed_one(query.to_string()).await?;
+        let mut held = self
+            .recent_queries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if held.len() >= RECENT_QUERIES {
+            held.pop_front();
+        }
+        held.push_back((query.to_string(), vector.clone()));
+        Ok(vector)
     }
 
     pub fn searches(&self) -> u64 {
@@ -104,7 +135,7 @@ impl Recall {
             if p.mode == SearchMode::Text {
                 return Ok::<_, Error>(Vec::new());
             }
-            let vector = self.embed.embed_one(p.query.clone()).await?;
+            let vector = self.query_vector(&p.query).await?;
             let embedded = started.elapsed();
             // The codes held in memory answer a search of current memories by namespace;
             // other filters, the past and exact search go through Lance.

@@ -5,7 +5,7 @@
 
 use mnemo_protocol::belief::{BeliefSource, BeliefType};
 
-use super::column::table_rows;
+use super::column::{table_rows, Floats};
 
 pub const BELIEFS: &str = "beliefs";
 
@@ -37,6 +37,10 @@ table_rows! {
         /// Current beliefs it cannot hold together with.
         contradicts: Vec<String>,
         sealed: bool,
+        /// The statement's embedding (what context building compares a query with), and the
+        /// model that made it; none until embedded.
+        vector: Floats,
+        embed_model: Option<String>,
     }
 }
 

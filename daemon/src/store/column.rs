@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use lancedb::arrow::arrow_array::{
-    builder::{ListBuilder, StringBuilder},
+    builder::{Float32Builder, ListBuilder, StringBuilder},
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray,
     StringArray,
 };
@@ -169,6 +169,39 @@ impl Column for Vec<f32> {
         cast::<Float32Array>(values.as_ref())
             .map(|v| v.values().to_vec())
             .unwrap_or_default()
+    }
+}
+
+/// A vector of any width, or none (stored as a nullable list): for the small tables whose
+/// vectors are compared in memory, not indexed, so a change of embedder needs no new schema.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Floats(pub Vec<f32>);
+
+impl Column for Floats {
+    fn data_type(_: i32) -> DataType {
+        DataType::List(item(DataType::Float32))
+    }
+    fn nullable() -> bool {
+        true
+    }
+    fn to_array(values: Vec<&Self>, _: i32) -> Result<ArrayRef, StoreError> {
+        let mut builder = ListBuilder::new(Float32Builder::new());
+        for Floats(v) in values {
+            builder.values().append_slice(v);
+            builder.append(!v.is_empty());
+        }
+        Ok(Arc::new(builder.finish()))
+    }
+    fn read(array: &dyn Array, row: usize) -> Self {
+        let Some(list) = cast::<ListArray>(array).filter(|a| a.is_valid(row)) else {
+            return Floats::default();
+        };
+        let values = list.value(row);
+        Floats(
+            cast::<Float32Array>(values.as_ref())
+                .map(|v| v.values().to_vec())
+                .unwrap_or_default(),
+        )
     }
 }
 

@@ -34,6 +34,7 @@ use lancedb::arrow::arrow_array::{Array, RecordBatch, RecordBatchIterator, Strin
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::{Connection, Table};
 
+pub use column::Floats;
 pub use keystore::KeySettings;
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
 pub use sql::{col, Expr, Pred, SqlType};

@@ -8,6 +8,7 @@ mod identity;
 mod policy;
 pub mod projects;
 mod transfer;
+pub mod vectors;
 pub mod views;
 
 use std::collections::{HashMap, HashSet};
@@ -19,6 +20,7 @@ use mnemo_protocol::memory::{MemoryKind, DEFAULT_NAMESPACE, MAX_LABEL_BYTES};
 use mnemo_protocol::time::now_micros;
 
 use crate::config::UserModelConfig;
+use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::store::beliefs::BeliefRecord;
 use crate::store::edges::EdgeRecord;
@@ -37,6 +39,8 @@ pub const SUPERSEDED_FACTOR: f32 = 0.5;
 
 pub struct UserModel {
     store: Arc<Store>,
+    /// Embeds each statement as it is written ([`vectors`]).
+    embed: EmbedService,
     /// Every belief, current and past, by id; texts in the clear.
     beliefs: Mutex<HashMap<String, BeliefRecord>>,
     /// One change at a time, so two writers never judge against the same state.
@@ -68,9 +72,10 @@ fn slot(b: &BeliefRecord) -> (String, String, String) {
 }
 
 impl UserModel {
-    pub fn new(store: Arc<Store>, config: &UserModelConfig) -> Self {
+    pub fn new(store: Arc<Store>, embed: EmbedService, config: &UserModelConfig) -> Self {
         Self {
             store: store.clone(),
+            embed,
             beliefs: Mutex::default(),
             changing: tokio::sync::Mutex::default(),
             extract: config.extract,
@@ -302,6 +307,7 @@ impl UserModel {
     }
 
     async fn write(&self, changes: Changes) -> Result<()> {
+        self.embed_statements(&changes.rows).await;
         let sealing = self.store.sealing();
         let rows: Vec<BeliefRecord> = {
             let beliefs = self.lock();

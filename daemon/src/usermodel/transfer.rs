@@ -67,6 +67,8 @@ fn imported(e: &ExportedBelief) -> std::result::Result<BeliefRecord, String> {
         superseded_by: b.superseded_by.clone(),
         contradicts: b.contradicts.clone(),
         sealed: false,
+        // Embedded as it is written, with this store's model.
+        ..Default::default()
     })
 }
 

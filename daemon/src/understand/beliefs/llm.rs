@@ -6,7 +6,7 @@
 use mnemo_protocol::belief::{BeliefType, USER};
 use serde_json::Value;
 
-use super::{lexicon::domain_of, Signal, MAX_SIGNALS};
+use super::{display, lexicon::domain_of, Signal, MAX_SIGNALS};
 
 /// What the model is asked to do. The predicate names are the rules' own, so a belief the
 /// rules already hold is recognised as the same one.
@@ -125,13 +125,12 @@ fn belief(item: &Value) -> Option<Signal> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let statement = label(item.get("statement"), 2 * MAX_LABEL).unwrap_or_else(|| {
-        let who = if subject == USER {
-            "The user"
-        } else {
-            &subject
-        };
         let not = if negated { "not " } else { "" };
-        format!("{who} {not}{} {object}", predicate.replace('_', " "))
+        format!(
+            "{} {not}{} {object}",
+            display(&subject),
+            predicate.replace('_', " ")
+        )
     });
     let domain = label(item.get("domain"), MAX_LABEL)
         .map(|d| d.to_lowercase())
@@ -170,7 +169,7 @@ mod tests {
         assert_eq!(s.kind, BeliefType::Behavior);
         assert_eq!(
             s.statement,
-            "The user spends summers at the lake house in Maine"
+            "User spends summers at the lake house in Maine"
         );
         // A reading never claims more than the rules would.
         assert_eq!(s.confidence, MAX_CONFIDENCE);

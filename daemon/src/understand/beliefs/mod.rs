@@ -17,7 +17,7 @@ use regex::Regex;
 use super::entities::speaker_line;
 
 pub use lexicon::domain_of;
-pub use rules::preference_statement;
+pub use rules::{display, preference_statement};
 
 /// One belief a text states, before the store weighs it against what it already holds.
 #[derive(Debug, Clone, PartialEq)]

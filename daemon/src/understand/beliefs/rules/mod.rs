@@ -304,7 +304,8 @@ fn phrase(predicate: &str) -> (&'static str, &'static str) {
 }
 
 /// A subject as a sentence starts with it: "User", "User's sister", "Maria".
-fn display(subject: &str) -> String {
+/// How a statement names its subject: "User" for the person.
+pub fn display(subject: &str) -> String {
     match subject.strip_prefix(USER) {
         Some(rest) => format!("User{rest}"),
         None => subject.to_string(),
