@@ -264,6 +264,21 @@ pub struct Identity {
     pub works_on: Vec<Trait>,
     /// The people around them, as "Maria (sister)".
     pub relations: Vec<Trait>,
+    /// The person's projects their memories point into, most recently active first (only
+    /// for the person themself).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<ProjectWorkedOn>,
+}
+
+/// A project in someone's identity: what `project.get` tells in full.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectWorkedOn {
+    pub id: String,
+    pub name: String,
+    pub path: String,
+    pub last_active: String,
+    /// Memories that pointed into it.
+    pub interaction_count: u64,
 }
 
 impl Identity {

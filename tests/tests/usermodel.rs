@@ -232,16 +232,32 @@ async fn forgetting_a_memory_removes_the_beliefs_that_rested_only_on_it() {
     let held = beliefs(&mut c, ListParams::default()).await;
     let tea_belief = held.iter().find(|b| b.predicate == "tea").expect("tea");
     assert_eq!(tea_belief.evidence_count, 2);
+    assert_eq!(
+        tea_belief.source_memory_id.as_deref(),
+        Some(tea.id.as_str())
+    );
     let sure = tea_belief.confidence;
+    say(&mut c, "I speak French.", None).await;
+    let again = say(&mut c, "Yes, I speak French.", None).await;
 
     let forgotten = c
         .call::<Forget>(&ForgetParams {
-            ids: vec![nuts.id.clone(), tea.id.clone()],
+            ids: vec![nuts.id.clone(), tea.id.clone(), again.id.clone()],
             filter: None,
         })
         .await
         .unwrap();
-    assert_eq!(forgotten.deleted, 2);
+    assert_eq!(forgotten.deleted, 3);
+    let french = beliefs(&mut c, ListParams::default())
+        .await
+        .into_iter()
+        .find(|b| b.predicate == "speaks")
+        .expect("French stays");
+    assert_eq!(french.evidence_count, 1);
+    assert!(
+        french.source_memory_id.is_some(),
+        "the memory it was read from is still there"
+    );
     let held = beliefs(&mut c, ListParams::default()).await;
     assert!(
         !held.iter().any(|b| b.predicate == "allergic_to"),
@@ -252,6 +268,7 @@ async fn forgetting_a_memory_removes_the_beliefs_that_rested_only_on_it() {
         .find(|b| b.predicate == "tea")
         .expect("tea stays");
     assert_eq!(tea_belief.evidence_count, 1);
+    assert_eq!(tea_belief.source_memory_id, None, "its first memory went");
     assert!(tea_belief.confidence < sure);
 }
 
@@ -586,4 +603,51 @@ async fn a_memory_from_inside_a_git_repository_makes_a_project_with_its_language
         err.contains("--cwd /no/such/place: no such directory"),
         "{err}"
     );
+
+    // Who the person is includes what they work on; a forgotten memory counts no more.
+    let me = c
+        .call::<IdentityGet>(&IdentityParams::default())
+        .await
+        .unwrap();
+    let worked: Vec<(&str, u64)> = me
+        .projects
+        .iter()
+        .map(|p| (p.name.as_str(), p.interaction_count))
+        .collect();
+    assert_eq!(worked, [("atlas", 2)]);
+    let text = String::from_utf8_lossy(&daemon.cli(&["whoami"], "").stdout).to_string();
+    assert!(text.contains("projects: atlas ("), "{text}");
+    c.call::<Forget>(&ForgetParams {
+        ids: vec![m.id.clone()],
+        filter: None,
+    })
+    .await
+    .unwrap();
+    let by_id = project::GetParams {
+        id: Some(p.id.clone()),
+        path: None,
+    };
+    let got = c.call::<project::Get>(&by_id).await.unwrap();
+    assert_eq!(got.project.interaction_count, 1);
+
+    // Its directory gone, consolidation marks it missing and identity leaves it out.
+    std::fs::rename(&repo, daemon.home.path().join("code").join("atlas-old")).unwrap();
+    let run = daemon.consolidate_now();
+    let living = run
+        .phases
+        .iter()
+        .find(|ph| ph.phase == mnemo_protocol::consolidate::Phase::Living)
+        .unwrap();
+    assert_eq!(
+        living.counts.get("projects_changed"),
+        Some(&1),
+        "{living:?}"
+    );
+    let got = c.call::<project::Get>(&by_id).await.unwrap();
+    assert_eq!(got.project.status, "missing");
+    let me = c
+        .call::<IdentityGet>(&IdentityParams::default())
+        .await
+        .unwrap();
+    assert!(me.projects.is_empty(), "{:?}", me.projects);
 }

@@ -13,6 +13,7 @@ use super::bump;
 use super::pace::{Pace, Stop};
 use crate::living::compose::{compose, Inputs};
 use crate::store::filter::{current, event_time};
+use crate::usermodel::projects::ACTIVE;
 
 /// How far back the summaries look.
 const WINDOW_US: i64 = 30 * 86_400_000_000;
@@ -50,7 +51,19 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         .map(|r| r.namespace.clone())
         .chain(beliefs.iter().map(|b| b.namespace.clone()))
         .collect();
-    let projects = ctx.usermodel.projects().all();
+    // A project whose directory went is not written about as current work.
+    bump(
+        record,
+        "projects_changed",
+        ctx.usermodel.projects().check_roots().await? as u64,
+    );
+    let projects: Vec<_> = ctx
+        .usermodel
+        .projects()
+        .all()
+        .into_iter()
+        .filter(|p| p.status == ACTIVE)
+        .collect();
     let llm = crate::llm::Llm::from_config(&ctx.llm).map(std::sync::Arc::new);
     for (i, namespace) in namespaces.iter().enumerate() {
         pace.checkpoint().await?;

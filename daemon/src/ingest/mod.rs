@@ -498,7 +498,8 @@ impl Ingest {
     /// again), and its pending access events.
     async fn delete_with_traces(&self, predicate: Pred) -> Result<u64> {
         let store = &self.store;
-        // Namespace, entities and currency too: the names of current rows are unlearned.
+        // Namespace, entities, project and currency too: the names of current rows are
+        // unlearned, and their projects count them no more.
         let columns = [
             "id",
             "lineage",
@@ -506,6 +507,7 @@ impl Ingest {
             "is_summary",
             "namespace",
             "entities",
+            "project_id",
             "valid_to",
             "salience",
         ];
@@ -549,6 +551,10 @@ impl Ingest {
             .remove(rows.iter().filter(|r| r.valid_to.is_none()));
         self.entities
             .removed(rows.iter().filter(|r| r.valid_to.is_none()));
+        self.usermodel
+            .projects()
+            .forgotten(rows.iter().filter(|r| r.valid_to.is_none()))
+            .await?;
         if !summaries.is_empty() {
             writer
                 .submit(WriteOp::Update {

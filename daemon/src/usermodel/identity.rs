@@ -1,11 +1,15 @@
 //! `identity.get`: who someone is, assembled from their current beliefs.
 
-use mnemo_protocol::belief::{BeliefType, Identity, Trait, USER};
+use mnemo_protocol::belief::{BeliefType, Identity, ProjectWorkedOn, Trait, USER};
 use mnemo_protocol::time::format_micros;
 
+use super::projects::ACTIVE;
 use super::UserModel;
 use crate::store::beliefs::BeliefRecord;
 use crate::understand::entities::fold;
+
+/// Projects an identity names at most: the most recently active.
+const MAX_PROJECTS: usize = 5;
 
 fn trait_of(b: &BeliefRecord, value: String) -> Trait {
     Trait {
@@ -55,6 +59,22 @@ impl UserModel {
                 _ => b.object.clone(),
             };
             list.push(trait_of(&b, value));
+        }
+        if who == USER {
+            id.projects = self
+                .projects
+                .all()
+                .into_iter()
+                .filter(|p| p.status == ACTIVE)
+                .take(MAX_PROJECTS)
+                .map(|p| ProjectWorkedOn {
+                    id: p.id,
+                    name: p.name,
+                    path: p.path,
+                    last_active: p.last_active,
+                    interaction_count: p.interaction_count,
+                })
+                .collect();
         }
         id
     }

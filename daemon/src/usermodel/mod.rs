@@ -270,6 +270,8 @@ impl UserModel {
             for id in touched {
                 let b = beliefs.get_mut(&id).expect("listed above");
                 let before = b.evidence.len();
+                // The first evidence is the memory it was read from.
+                let source_went = memory_of(b).is_some_and(|l| lineages.contains(l));
                 b.evidence.retain(|l| !lineages.contains(l));
                 if b.evidence.is_empty() && b.source != BeliefSource::Explicit {
                     remove(&mut beliefs, &id, &mut changes);
@@ -278,10 +280,7 @@ impl UserModel {
                 // The base the confidence grew from, then grown again from what is left.
                 let base = 1.0 - (1.0 - b.confidence).powf(1.0 / before as f32);
                 b.confidence = confidence(base, b.evidence.len());
-                if b.source_memory_id.is_some()
-                    && !b.evidence.is_empty()
-                    && before > b.evidence.len()
-                {
+                if source_went {
                     b.source_memory_id = None;
                 }
                 changes.rows.insert(id);

@@ -270,11 +270,26 @@ pub async fn whoami(a: WhoamiArgs, socket: &Path, out: &Output) -> anyhow::Resul
         })
         .await?;
     out.value(&r, || {
-        let lines: Vec<String> = r
+        let mut lines: Vec<String> = r
             .parts()
             .into_iter()
             .filter_map(|(label, list)| traits(label, list))
             .collect();
+        if !r.projects.is_empty() {
+            let projects: Vec<String> = r
+                .projects
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} (active {}, {} memories)",
+                        p.name,
+                        date(&p.last_active),
+                        p.interaction_count
+                    )
+                })
+                .collect();
+            lines.push(format!("projects: {}", projects.join("; ")));
+        }
         if lines.is_empty() {
             format!(
                 "nothing known of {} in `{}` yet: say it (\"my name is …\", \"I live in …\") with `mnemo add`",

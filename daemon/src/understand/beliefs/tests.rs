@@ -55,6 +55,18 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     ("I live in Lisbon.", &["user|lives_in|Lisbon|identity"]),
     (
+        "I've lived in Toronto for ten years.",
+        &["user|lives_in|Toronto|identity"],
+    ),
+    (
+        "I have been living in Oslo since 2019",
+        &["user|lives_in|Oslo|identity"],
+    ),
+    (
+        "I work remotely for Shopify.",
+        &["user|works_at|Shopify|identity"],
+    ),
+    (
         "I live in Porto and I work at Farfetch.",
         &[
             "user|lives_in|Porto|identity",
@@ -93,6 +105,10 @@ const CASES: &[(&str, &[&str])] = &[
         &["user|hiking in the mountains|like|preference"],
     ),
     ("I hate cilantro.", &["user|cilantro|dislike|preference"]),
+    (
+        "I really don't like mushrooms.",
+        &["user|mushrooms|dislike|preference"],
+    ),
     (
         "I don't like horror movies.",
         &["user|horror movies|dislike|preference"],
@@ -138,6 +154,10 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     ("I love you!", &[]),
     // corrections and rules
+    (
+        "Never call it \u{201c}a quick fix\u{201d}.",
+        &["user|call it \u{201c}a quick fix\u{201d}|never|rule"],
+    ),
     ("Never use emojis.", &["user|use emojis|never|rule"]),
     (
         "Please don't add comments to every line.",
@@ -213,6 +233,12 @@ const CASES: &[(&str, &[&str])] = &[
     ("I don't want to move again.", &["user|goal|!move|goal"]),
     // third person
     ("Maria is my sister.", &["Maria|relation|sister|fact"]),
+    ("Tom is my best friend.", &["Tom|relation|best friend|fact"]),
+    (
+        "Ana is my older sister",
+        &["Ana|relation|older sister|fact"],
+    ),
+    ("Paris is my best bet.", &[]),
     ("My brother's name is Tom.", &["Tom|relation|brother|fact"]),
     ("Maria lives in Lisbon.", &["Maria|lives_in|Lisbon|fact"]),
     ("Maria moved to Porto.", &["Maria|lives_in|Porto|fact"]),

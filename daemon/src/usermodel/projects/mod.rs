@@ -16,6 +16,10 @@ use crate::store::schema::hex;
 use crate::store::{MemoryRecord, Pred, Store, StoreError};
 use crate::understand::paths::{pointed_at, PathSource};
 
+/// A project whose root is there, and one whose root is gone (moved or deleted).
+pub const ACTIVE: &str = "active";
+pub const MISSING: &str = "missing";
+
 /// Analyses older than this are made again when a memory points into the project.
 const STALE_AFTER_MICROS: i64 = 24 * 3600 * 1_000_000;
 
@@ -143,7 +147,7 @@ impl Projects {
                 let p = book.entry(id.clone()).or_insert_with(|| ProjectRecord {
                     id: id.clone(),
                     path: found.root.to_string_lossy().to_string(),
-                    status: "active".into(),
+                    status: ACTIVE.into(),
                     first_seen: at,
                     last_active: at,
                     detection_source: found.source.as_str().to_string(),
@@ -158,7 +162,7 @@ impl Projects {
                     p.frameworks = f.frameworks.clone();
                     p.build_system = f.build_system.clone();
                     p.analyzed_at = now;
-                    p.status = "active".into();
+                    p.status = ACTIVE.into();
                 }
                 p.interaction_count += 1;
                 p.first_seen = p.first_seen.min(at);
@@ -168,6 +172,57 @@ impl Projects {
             }
         }
         self.write(&changed).await
+    }
+
+    /// Current memories that were forgotten: the projects they pointed into count them no
+    /// more.
+    pub async fn forgotten<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a MemoryRecord>,
+    ) -> Result<(), StoreError> {
+        let mut changed = HashSet::new();
+        {
+            let mut book = self.lock();
+            for id in records.into_iter().filter_map(|r| r.project_id.as_ref()) {
+                if let Some(p) = book.get_mut(id) {
+                    p.interaction_count = p.interaction_count.saturating_sub(1);
+                    changed.insert(id.clone());
+                }
+            }
+        }
+        self.write(&changed).await
+    }
+
+    /// Marks projects whose root is gone `missing`, and those back again `active`: a stat
+    /// per project, off the reactor. Answers how many changed.
+    pub async fn check_roots(&self) -> Result<usize, StoreError> {
+        let roots: Vec<(String, String, String)> = self
+            .lock()
+            .values()
+            .map(|p| (p.id.clone(), p.path.clone(), p.status.clone()))
+            .collect();
+        let changed: HashSet<String> = tokio::task::spawn_blocking(move || {
+            roots
+                .into_iter()
+                .filter(|(_, path, status)| {
+                    let there = Path::new(path).is_dir();
+                    there != (status == ACTIVE)
+                })
+                .map(|(id, ..)| id)
+                .collect()
+        })
+        .await
+        .map_err(|e| StoreError::Lance(format!("looking at the projects' roots failed: {e}")))?;
+        {
+            let mut book = self.lock();
+            for id in &changed {
+                if let Some(p) = book.get_mut(id) {
+                    p.status = if p.status == ACTIVE { MISSING } else { ACTIVE }.into();
+                }
+            }
+        }
+        self.write(&changed).await?;
+        Ok(changed.len())
     }
 
     /// Writes the rows of `ids` (sealed in an encrypted store).

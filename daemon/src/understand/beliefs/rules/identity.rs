@@ -34,11 +34,17 @@ fn occupation(c: &Captures, w: &Who) -> Vec<Signal> {
 /// "Maria is my sister", "my brother's name is Tom".
 fn relation(c: &Captures, w: &Who) -> Vec<Signal> {
     let rel = group(c, "rel").to_lowercase();
+    // "best friend", "older sister": the relation is its last word, said as written.
+    let kin = rel.rsplit(' ').next().unwrap_or_default();
     match w.subject(group(c, "name")) {
-        Some(name) if is_relation(&rel) => vec![fact(&name, Fact, "relation", rel, false)],
+        Some(name) if is_relation(kin) => vec![fact(&name, Fact, "relation", rel, false)],
         _ => vec![],
     }
 }
+
+/// Words that qualify a relation ("my best friend", "my older sister").
+const KIN_QUALIFIERS: &str =
+    "(?:best |closest |oldest |old |older |younger |little |big |baby |twin |eldest |youngest |step)";
 
 pub fn rules() -> Vec<Rule> {
     let neg = r"(?P<neg>(?i:don't|don’t|do not|didn't|didn’t|never|no longer)\s+)?";
@@ -72,7 +78,9 @@ pub fn rules() -> Vec<Rule> {
             own(Constraint, "condition", Take::Lower),
         ),
         rule(
-            &format!(r"{I}\s+{neg}(?i:live|am living|'m living|’m living)\s+(?i:in)\s+(?P<v>.+)"),
+            &format!(
+                r"{I}(?:\s+{neg}(?i:live|am living|'m living|’m living)|(?i:'ve|’ve|\s+have)\s+(?i:lived|been living))\s+(?i:in)\s+(?P<v>.+)"
+            ),
             own(Identity, "lives_in", PLACE),
         ),
         rule(
@@ -83,7 +91,7 @@ pub fn rules() -> Vec<Rule> {
         ),
         rule(
             &format!(
-                r"{I}\s+{neg}(?i:work|am working|'m working|’m working)\s+(?i:at|for)\s+(?P<v>.+)"
+                r"{I}\s+{neg}(?i:work|am working|'m working|’m working)\s+(?i:(?:remotely|part-time|full-time|freelance)\s+)?(?i:at|for)\s+(?P<v>.+)"
             ),
             own(Identity, "works_at", PLACE),
         ),
@@ -120,7 +128,9 @@ pub fn rules() -> Vec<Rule> {
             own(Identity, "married_to", Take::AsIs),
         ),
         rule(
-            r"(?P<name>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)\s+(?i:is my)\s+(?P<rel>[a-z]+)\b",
+            &format!(
+                r"(?P<name>[A-Z][\p{{L}}'’-]+(?:\s+[A-Z][\p{{L}}'’-]+)?)\s+(?i:is my)\s+(?P<rel>{KIN_QUALIFIERS}?[a-z]+)\b"
+            ),
             relation,
         ),
         rule(

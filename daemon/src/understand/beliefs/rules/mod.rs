@@ -134,6 +134,12 @@ fn group<'a>(c: &'a Captures, name: &str) -> &'a str {
 }
 
 /// Ends a value at what starts another thought: ", because …", " and I …", "now".
+/// How long something has held ("for ten years", "for a while"): not part of the value.
+static DURATION: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+    Regex::new(r"(?i)\s+for\s+(?:(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|many|several|some|the last|the past|over|almost|nearly|about)\s+)+(?:years?|months?|weeks?|days?|decades?|while|ages)\b")
+        .expect("valid pattern")
+});
+
 pub fn clean(value: &str, cut_at_and: bool) -> String {
     let mut v = value.trim().to_string();
     let lower = v.to_lowercase();
@@ -161,7 +167,13 @@ pub fn clean(value: &str, cut_at_and: bool) -> String {
     if cut_at_and {
         cuts.push(" and ");
     }
-    if let Some(at) = cuts.iter().filter_map(|c| lower.find(c)).min() {
+    let duration = DURATION.find(&v).map(|m| m.start());
+    if let Some(at) = cuts
+        .iter()
+        .filter_map(|c| lower.find(c))
+        .chain(duration)
+        .min()
+    {
         v.truncate(at);
     }
     let tails = [
@@ -198,6 +210,14 @@ pub fn clean(value: &str, cut_at_and: bool) -> String {
                 v = trimmed.to_string();
                 break;
             }
+        }
+    }
+    // A quotation's closing mark went with the punctuation: put it back.
+    for (open, close) in [('"', '"'), ('“', '”')] {
+        let opened = v.chars().filter(|c| *c == open).count();
+        let closed = v.chars().filter(|c| *c == close).count();
+        if (open == close && opened % 2 == 1) || (open != close && opened > closed) {
+            v.push(close);
         }
     }
     v.trim().to_string()

@@ -90,7 +90,7 @@ pub fn rules() -> Vec<Rule> {
         ),
         rule(
             &format!(
-                r"{I}\s+(?P<neg>(?i:don't|don’t|do not|no longer|never|didn't|didn’t)\s+(?i:really\s+)?)?(?i:really\s+|absolutely\s+|totally\s+|just\s+|still\s+)?(?P<verb>(?i:love|like|enjoy|adore|prefer|hate|dislike|detest|loathe|can't stand|can’t stand|cannot stand))\s+(?P<v>.+)"
+                r"{I}\s+(?i:really\s+|honestly\s+|just\s+)?(?P<neg>(?i:don't|don’t|do not|no longer|never|didn't|didn’t)\s+(?i:really\s+)?)?(?i:really\s+|absolutely\s+|totally\s+|just\s+|still\s+)?(?P<verb>(?i:love|like|enjoy|adore|prefer|hate|dislike|detest|loathe|can't stand|can’t stand|cannot stand))\s+(?P<v>.+)"
             ),
             taste,
         ),
