@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::connect;
 use crate::formats::locomo;
 
+mod changes;
 mod context;
 mod fuzz;
 mod load;
@@ -672,6 +673,36 @@ pub(crate) async fn load_locomo(
     Ok(())
 }
 
+/// The `dia_id`s of the LoCoMo turns a search of `namespace` finds, best first (top 20).
+async fn turns_found(
+    client: &mut Client,
+    namespace: &str,
+    query: &str,
+    mode: SearchMode,
+) -> anyhow::Result<Vec<String>> {
+    let r = client
+        .call::<Search>(&SearchParams {
+            query: query.to_string(),
+            k: Some(20),
+            mode,
+            filter: Filter {
+                namespace: Some(namespace.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await?;
+    Ok(r.hits
+        .iter()
+        .map(|h| {
+            h.memory.metadata["dia_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect())
+}
+
 async fn locomo(
     client: &mut Client,
     path: &Path,
@@ -699,28 +730,8 @@ async fn locomo(
                     continue;
                 }
                 let category = qa["category"].as_i64().unwrap_or(0);
-                let r = client
-                    .call::<Search>(&SearchParams {
-                        query: qa["question"].as_str().unwrap_or("").to_string(),
-                        k: Some(20),
-                        mode,
-                        filter: Filter {
-                            namespace: Some(ns.clone()),
-                            ..Default::default()
-                        },
-                        ..Default::default()
-                    })
-                    .await?;
-                let found: Vec<String> = r
-                    .hits
-                    .iter()
-                    .map(|h| {
-                        h.memory.metadata["dia_id"]
-                            .as_str()
-                            .unwrap_or("")
-                            .to_string()
-                    })
-                    .collect();
+                let question = qa["question"].as_str().unwrap_or("");
+                let found = turns_found(client, &ns, question, mode).await?;
                 let cell = recall
                     .entry(format!("{mode:?}"))
                     .or_default()
@@ -765,5 +776,5 @@ async fn locomo(
             values.join("  ")
         );
     }
-    Ok(())
+    changes::report(client, &samples).await
 }
