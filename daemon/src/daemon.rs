@@ -232,17 +232,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         events.clone(),
         shutdown.clone(),
     ));
-    {
-        // Beliefs stored before they had vectors (or by another embedder) get them now.
-        let usermodel = usermodel.clone();
-        tokio::spawn(async move {
-            match usermodel.embed_missing().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!("embedded the statements of {n} beliefs"),
-                Err(e) => tracing::warn!("embedding the beliefs' statements failed: {e}"),
-            }
-        });
-    }
+    tokio::spawn(usermodel.clone().keep_embedded(shutdown.clone()));
     let reembedding = tokio::spawn(embed::reembed(
         store.clone(),
         embed.clone(),

@@ -125,6 +125,8 @@ impl ContextBuilder {
         let warnings = self
             .warnings(&p.files, p.command.as_deref(), &request, p.cwd.as_deref())
             .await?;
+        // Statements written a moment ago may still wait for their vectors.
+        self.usermodel.embed_missing().await?;
         let beliefs = self.usermodel.current(&request.namespace, None);
         let identity = self.usermodel.identity(&request.namespace, None);
         let living = self.living.list(Some(&request.namespace), None).await?;

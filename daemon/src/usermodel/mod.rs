@@ -39,8 +39,9 @@ pub const SUPERSEDED_FACTOR: f32 = 0.5;
 
 pub struct UserModel {
     store: Arc<Store>,
-    /// Embeds each statement as it is written ([`vectors`]).
+    /// Embeds each statement after it is written ([`vectors`]), when told it is due.
     embed: EmbedService,
+    vectors_due: tokio::sync::Notify,
     /// Every belief, current and past, by id; texts in the clear.
     beliefs: Mutex<HashMap<String, BeliefRecord>>,
     /// One change at a time, so two writers never judge against the same state.
@@ -60,6 +61,9 @@ struct Changes {
     rows: HashSet<String>,
     deleted: Vec<String>,
     edges: Vec<EdgeRecord>,
+    /// Written by the embedding itself: rows still without a vector failed to embed, and
+    /// wait for the next change rather than asking again at once.
+    embedded: bool,
 }
 
 /// The namespace, subject and predicate beliefs are compared under.
@@ -76,6 +80,7 @@ impl UserModel {
         Self {
             store: store.clone(),
             embed,
+            vectors_due: tokio::sync::Notify::new(),
             beliefs: Mutex::default(),
             changing: tokio::sync::Mutex::default(),
             extract: config.extract,
@@ -306,7 +311,6 @@ impl UserModel {
     }
 
     async fn write(&self, changes: Changes) -> Result<()> {
-        self.embed_statements(&changes.rows).await;
         let sealing = self.store.sealing();
         let rows: Vec<BeliefRecord> = {
             let beliefs = self.lock();
@@ -330,6 +334,9 @@ impl UserModel {
         let writer = self.store.writer();
         if !rows.is_empty() {
             writer.submit(table.upsert(&rows)?).await?;
+            if !changes.embedded && rows.iter().any(|b| self.lacks_vector(b)) {
+                self.vectors_due.notify_one();
+            }
         }
         for chunk in changes.deleted.chunks(1000) {
             writer.submit(table.delete_ids(chunk)).await?;

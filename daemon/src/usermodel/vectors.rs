@@ -1,6 +1,7 @@
-//! Belief vectors: each statement is embedded with the configured model when it is written,
-//! so context building finds the beliefs a query is about by meaning, not only by the words
-//! they share. A person's beliefs are thousands, not millions: they are compared in memory,
+//! Belief vectors: each statement is embedded with the configured model soon after it is
+//! written — by a background task, so ingest never waits for it, and by context building
+//! for any still due — so context finds the beliefs a query is about by meaning, not only by
+//! the words they share. A person's beliefs are thousands, not millions: they are compared in memory,
 //! not indexed, and stored as plain lists, so a change of embedder needs no new schema.
 
 use std::collections::HashSet;
@@ -8,21 +9,24 @@ use std::collections::HashSet;
 use super::{Changes, UserModel};
 use crate::error::Result;
 use crate::linalg::cosine;
+use crate::shutdown::Shutdown;
 use crate::store::beliefs::BeliefRecord;
 use crate::store::Floats;
 
-/// Statements embedded per call at start.
+/// Statements embedded per call.
 const CHUNK: usize = 256;
+/// How long the background task waits after a write for more before embedding.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl UserModel {
-    fn lacks_vector(&self, b: &BeliefRecord) -> bool {
+    pub(super) fn lacks_vector(&self, b: &BeliefRecord) -> bool {
         b.vector.0.is_empty() || b.embed_model.as_deref() != Some(self.embed.embedder().model_id())
     }
 
     /// Embeds the statements among `ids` that hold no vector of the configured model. A
-    /// failed embedding leaves them without one — written anyway, and embedded at the next
-    /// start ([`UserModel::embed_missing`]): a belief is never lost for want of a vector.
-    pub(super) async fn embed_statements(&self, ids: &HashSet<String>) {
+    /// failed embedding leaves them without one, to be tried again at the next change or
+    /// start: a belief is never lost for want of a vector.
+    async fn embed_statements(&self, ids: &HashSet<String>) {
         let wanted: Vec<(String, String)> = {
             let beliefs = self.lock();
             ids.iter()
@@ -51,9 +55,26 @@ impl UserModel {
         }
     }
 
-    /// At start: embeds the beliefs stored without a vector of the configured model (older
-    /// stores, another embedder, a failed embedding), a chunk at a time so ingest's own
-    /// beliefs are never held up for long. Answers how many.
+    /// The background task: embeds what is due at start (older stores, another embedder),
+    /// then shortly after each write that left statements without vectors, until shutdown.
+    pub async fn keep_embedded(self: std::sync::Arc<Self>, shutdown: Shutdown) {
+        loop {
+            match self.embed_missing().await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!("embedded the statements of {n} beliefs"),
+                Err(e) => tracing::warn!("embedding the beliefs' statements failed: {e}"),
+            }
+            tokio::select! {
+                _ = shutdown.requested() => return,
+                _ = self.vectors_due.notified() => {}
+            }
+            // A batch of writes often follows the first: embed them together.
+            tokio::time::sleep(GATHER).await;
+        }
+    }
+
+    /// Embeds and writes the statements held without a vector of the configured model, a
+    /// chunk at a time so ingest's own beliefs are never held up for long. Answers how many.
     pub async fn embed_missing(&self) -> Result<usize> {
         let ids: Vec<String> = {
             let beliefs = self.lock();
@@ -66,8 +87,10 @@ impl UserModel {
         for chunk in ids.chunks(CHUNK) {
             let _one = self.changing.lock().await;
             let rows: HashSet<String> = chunk.iter().cloned().collect();
+            self.embed_statements(&rows).await;
             self.write(Changes {
                 rows,
+                embedded: true,
                 ..Default::default()
             })
             .await?;
@@ -92,8 +115,7 @@ mod tests {
     use crate::store::Pred;
 
     #[tokio::test]
-    async fn a_belief_stored_without_a_vector_gets_one_at_start_and_new_ones_are_written_with_theirs(
-    ) {
+    async fn a_belief_without_a_vector_gets_one_and_new_ones_get_theirs_in_the_background() {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::test_store(dir.path()).await;
         let older = BeliefRecord {
@@ -125,5 +147,26 @@ mod tests {
         assert!(similarity(&held, &query).unwrap() > 0.99);
         // Another width (a query of another model) is no comparison at all.
         assert_eq!(similarity(&held, &[1.0, 0.0]), None);
+
+        // A new belief is answered without its vector; the background task embeds it.
+        let usermodel = Arc::new(usermodel);
+        let shutdown = Shutdown::default();
+        tokio::spawn(usermodel.clone().keep_embedded(shutdown.clone()));
+        let (set, _) = usermodel
+            .set_preference(mnemo_protocol::belief::PreferenceSetParams {
+                domain: "writing".into(),
+                key: "tone".into(),
+                value: "plain".into(),
+                namespace: None,
+            })
+            .await
+            .unwrap();
+        let mut waited = 0;
+        while usermodel.get(&set.id).unwrap().vector.0.is_empty() {
+            assert!(waited < 100, "embedded in the background within 10 s");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            waited += 1;
+        }
+        shutdown.request();
     }
 }
