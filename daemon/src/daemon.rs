@@ -261,6 +261,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         db_dir: config.db_dir(),
         access,
         entities: state.entities.clone(),
+        names,
         usermodel,
         living,
         agent,

@@ -279,7 +279,8 @@ fn reading(message: &str) -> String {
         r#"Here you go:
 ```json
 {"beliefs": [{"subject": "user", "predicate": "spends summers at", "object": "the lake house in Maine", "type": "behavior", "statement": "The user spends every summer at the lake house in Maine", "confidence": 0.8},
-             {"subject": "user", "predicate": "likes", "object": "lakes", "type": "feeling"}]}
+             {"subject": "user", "predicate": "likes", "object": "lakes", "type": "feeling"}],
+ "entities": [{"name": "the lake house", "type": "place"}, {"name": "Maine", "type": "place"}]}
 ```"#
         .into()
     } else if message.contains("Porto") {
@@ -353,6 +354,25 @@ async fn a_configured_llm_reads_what_the_rules_missed_while_idle_and_a_forget_un
     assert_eq!(counts.get("beliefs_added"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("unreadable_replies"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("dropped_items"), Some(&1), "{counts:?}");
+    // "Maine" the rules found themselves; the lower-case place only the model named.
+    assert_eq!(counts.get("entities_added"), Some(&1), "{counts:?}");
+    let house = c
+        .call::<mnemo_protocol::entity::Get>(&mnemo_protocol::entity::GetParams {
+            name: "the lake house".into(),
+            namespace: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        house.entity.entity_type,
+        mnemo_protocol::entity::EntityType::Place
+    );
+    let mentioned: Vec<&str> = house
+        .mentions
+        .iter()
+        .map(|m| m.memory_id.as_str())
+        .collect();
+    assert_eq!(mentioned, [lake.id.as_str()]);
     let asked: Vec<serde_json::Value> = llm
         .asked()
         .into_iter()
@@ -416,6 +436,14 @@ async fn a_configured_llm_reads_what_the_rules_missed_while_idle_and_a_forget_un
         !held.iter().any(|b| b.predicate == "spends_summers_at"),
         "{held:#?}"
     );
+    // So does the name it found: no memory mentions the lake house any more.
+    let gone = c
+        .call::<mnemo_protocol::entity::Get>(&mnemo_protocol::entity::GetParams {
+            name: "the lake house".into(),
+            namespace: None,
+        })
+        .await;
+    assert!(gone.is_err(), "{gone:?}");
 }
 
 #[tokio::test]

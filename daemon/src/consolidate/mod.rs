@@ -33,7 +33,7 @@ use crate::agent::Agent;
 use crate::config::{parse_schedule, ConsolidateConfig, LlmConfig};
 use crate::embed::EmbedService;
 use crate::events::{Event, EventBus};
-use crate::graph::EntityBook;
+use crate::graph::{EntityBook, Gazetteer};
 use crate::hardware::Monitor;
 use crate::living::Living;
 use crate::shutdown::Shutdown;
@@ -92,6 +92,8 @@ pub struct Consolidator {
     pub access: AccessRecorder,
     /// Where proven aliases merge; the people living summaries name.
     pub entities: Arc<EntityBook>,
+    /// The names memories are read with: names the LLM finds join them.
+    pub names: Arc<Gazetteer>,
     /// The beliefs and projects living summaries are written from.
     pub usermodel: Arc<UserModel>,
     pub living: Arc<Living>,

@@ -1,7 +1,9 @@
 //! Refine: with an LLM endpoint configured (`[llm] url`) and `[usermodel] llm_refine` on,
 //! the person's memories added since the last run are read again by the LLM, oldest first,
-//! at most `llm_refine_per_run` a run; beliefs the rules missed join the user model
-//! (`read_by` = `llm:<model>`), weighed like the rules' own. Ingest never waits for this: it
+//! at most `llm_refine_per_run` a run. Beliefs the rules missed join the user model
+//! (`read_by` = `llm:<model>`), weighed like the rules' own; names the rules missed ("the
+//! lake house", "my dentist") join the memory's entities, with their MENTIONS edges, the
+//! entity book and the names later memories are read with. Ingest never waits for this: it
 //! runs only while the machine is idle, and steps aside mid-call when a request arrives.
 //!
 //! Where it is kept: the creation time through which memories were read (a `meta`
@@ -13,12 +15,16 @@
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 use mnemo_protocol::memory::MemoryKind;
 
+use mnemo_protocol::time::now_micros;
+
 use super::pace::{Pace, Stop};
-use super::{bump, done_through, time_blocks};
+use super::{bump, done_through, time_blocks, Consolidator};
+use crate::graph::links::mentions as mentions_edges;
 use crate::llm::Llm;
-use crate::store::col;
 use crate::store::filter::current;
-use crate::understand::beliefs::llm::{parse, prompt, SYSTEM};
+use crate::store::{col, MemoryRecord};
+use crate::understand::entities::{Mention, MAX_MENTIONS};
+use crate::understand::llm::{parse, prompt, SYSTEM};
 
 const WATERMARK: &str = "refine.done_through";
 
@@ -79,6 +85,8 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
                             .await
                             .map_err(|e| Stop::Failed(format!("refining beliefs: {e}")))?;
                         bump(record, "beliefs_added", added as u64);
+                        let named = add_mentions(&ctx, &memory, reading.mentions).await?;
+                        bump(record, "entities_added", named as u64);
                     }
                 },
             }
@@ -90,4 +98,42 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         store.meta_set(WATERMARK, &through.to_string()).await?;
     }
     Ok(())
+}
+
+/// Names the LLM found in `memory` that its entities lack, added where the rules' own go:
+/// the memory's `entities` (only while it is current), MENTIONS edges, the entity book and
+/// the names later memories are read with. Answers how many were added.
+async fn add_mentions(
+    ctx: &Consolidator,
+    memory: &MemoryRecord,
+    mentions: Vec<Mention>,
+) -> Result<usize, Stop> {
+    let store = &ctx.store;
+    let new: Vec<Mention> = mentions
+        .into_iter()
+        .filter(|m| !memory.entities.contains(&store.entity_key(&m.key)))
+        .take(MAX_MENTIONS.saturating_sub(memory.entities.len()))
+        .collect();
+    if new.is_empty() {
+        return Ok(0);
+    }
+    let mut all = memory.entities.clone();
+    all.extend(new.iter().map(|m| store.entity_key(&m.key)));
+    let patched = store
+        .writer()
+        .submit(store.entities_patch(&[(memory.id.clone(), all)])?)
+        .await?;
+    if patched == 0 {
+        // Replaced or forgotten since it was read.
+        return Ok(0);
+    }
+    // The memory as mentioning only what is new, for what counts mentions.
+    let mut named = memory.clone();
+    named.entities = new.iter().map(|m| m.key.clone()).collect();
+    let edges = mentions_edges(&named, now_micros(), &|k| store.entity_key(k));
+    store.writer().submit(store.edges().append(&edges)?).await?;
+    ctx.entities
+        .added(std::slice::from_ref(&named), std::slice::from_ref(&new));
+    ctx.names.add([&named]);
+    Ok(new.len())
 }

@@ -390,6 +390,31 @@ impl Store {
         schema::patch_batch(&self.schema, columns)
     }
 
+    /// Sets the whole `entities` list (as stored: keyed in an encrypted store) of each row
+    /// of `rows` that is still current; a row replaced or forgotten meanwhile is left alone.
+    pub fn entities_patch(&self, rows: &[(String, Vec<String>)]) -> Result<WriteOp, StoreError> {
+        use column::Column;
+        let ids: StringArray = rows.iter().map(|(id, _)| Some(id.as_str())).collect();
+        let lists = <Vec<String> as Column>::to_array(rows.iter().map(|(_, l)| l).collect(), 0)?;
+        let batch = self.patch(vec![
+            ("id", Arc::new(ids)),
+            ("entities", lists),
+            // The condition reads it, and Lance sees only the patch's columns.
+            (
+                "valid_to",
+                Arc::new(lancedb::arrow::arrow_array::Int64Array::from(vec![
+                    None::<i64>;
+                    rows.len(
+                    )
+                ])),
+            ),
+        ])?;
+        Ok(WriteOp::Patch {
+            batch,
+            only_if: Some(filter::current().on_target()),
+        })
+    }
+
     /// Every table, memories first: what storage maintenance walks.
     pub fn tables(&self) -> Vec<Table> {
         vec![

@@ -1,11 +1,13 @@
-//! Ingest-time analysis: pure functions of the text and when it was said. Rules only; each
-//! part is small and named so a score can be explained and tuned.
+//! Ingest-time analysis: pure functions of the text and when it was said. Rules at ingest;
+//! each part is small and named so a score can be explained and tuned. [`llm`] reads the
+//! configured model's second reading (consolidation's refine phase) under the same limits.
 
 pub mod aliases;
 pub mod beliefs;
 pub mod dates;
 pub mod emotion;
 pub mod entities;
+pub mod llm;
 pub mod paths;
 pub mod salience;
 pub mod sentences;

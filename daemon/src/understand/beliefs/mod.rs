@@ -6,7 +6,6 @@
 //! Questions, conditionals and turns of phrase ("I can't wait") state nothing.
 
 mod lexicon;
-pub mod llm;
 mod rules;
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,14 @@
-//! Beliefs read by the configured LLM: the instructions it gets, and its reply read back into
-//! [`Signal`]s under the same limits as the rules' (known types, short labels, at most
-//! [`MAX_SIGNALS`]). A reply is untrusted input: whatever does not fit is dropped and
-//! counted, never stored half-read.
+//! A memory read by the configured LLM: the instructions it gets, and its reply read back
+//! into belief [`Signal`]s and entity [`Mention`]s under the same limits as the rules' (known
+//! types, short labels, at most [`MAX_SIGNALS`] beliefs and [`MAX_MENTIONS`] names). A reply
+//! is untrusted input: whatever does not fit is dropped and counted, never stored half-read.
 
 use mnemo_protocol::belief::{BeliefType, USER};
+use mnemo_protocol::entity::EntityType;
 use serde_json::Value;
 
-use super::{display, lexicon::domain_of, Signal, MAX_SIGNALS};
+use super::beliefs::{display, domain_of, Signal, MAX_SIGNALS};
+use super::entities::{fold, Mention, MAX_MENTIONS};
 
 /// What the model is asked to do. The predicate names are the rules' own, so a belief the
 /// rules already hold is recognised as the same one.
@@ -20,7 +22,8 @@ pub const SYSTEM: &str = r#"You read one message from a person's memory and list
 - domain: coding, food, writing, health, travel, music, work, … or null.
 - statement: the belief as one short sentence in the third person.
 - confidence: 0 to 1, lower when the message hedges.
-Questions, hypotheticals, jokes, greetings and remarks about the conversation state nothing: answer {"beliefs": []}."#;
+Questions, hypotheticals, jokes, greetings and remarks about the conversation state nothing: an empty "beliefs" list.
+Also list every person, place, organization, project, event or concept the message names, including those written in lower case ("my dentist", "the lake house"), as "entities": [{"name": "Porto", "type": "place"}], type one of person, place, organization, project, event, concept, time."#;
 
 /// Longest subject, predicate, object or domain kept; a statement may be twice as long.
 const MAX_LABEL: usize = 200;
@@ -35,23 +38,30 @@ pub fn prompt(text: &str) -> String {
     format!("Message:\n{text}")
 }
 
-/// What one reply yielded: the beliefs kept and how many items were dropped.
+/// What one reply yielded: the beliefs and names kept, and how many items were dropped.
 #[derive(Debug, Default, PartialEq)]
 pub struct Reading {
     pub signals: Vec<Signal>,
+    pub mentions: Vec<Mention>,
     pub dropped: usize,
 }
 
 /// Reads a reply: a JSON object with `beliefs` (or a bare array), possibly inside a code fence
 /// or after a sentence. An error when no JSON list of beliefs is found at all.
 pub fn parse(reply: &str) -> Result<Reading, String> {
+    let mut names = Vec::new();
     let items = json_in(reply)
         .and_then(|v| match v {
             Value::Array(items) => Some(items),
-            Value::Object(mut o) => match o.remove("beliefs") {
-                Some(Value::Array(items)) => Some(items),
-                _ => None,
-            },
+            Value::Object(mut o) => {
+                if let Some(Value::Array(entities)) = o.remove("entities") {
+                    names = entities;
+                }
+                match o.remove("beliefs") {
+                    Some(Value::Array(items)) => Some(items),
+                    _ => None,
+                }
+            }
             _ => None,
         })
         .ok_or_else(|| {
@@ -72,7 +82,35 @@ pub fn parse(reply: &str) -> Result<Reading, String> {
             _ => reading.dropped += 1,
         }
     }
+    for item in names {
+        match mention(&item) {
+            Some(m)
+                if reading.mentions.len() < MAX_MENTIONS
+                    && !reading.mentions.iter().any(|o| o.key == m.key) =>
+            {
+                reading.mentions.push(m)
+            }
+            _ => reading.dropped += 1,
+        }
+    }
     Ok(reading)
+}
+
+/// A name the reply lists: known type, a name that folds to something.
+fn mention(item: &Value) -> Option<Mention> {
+    let name = label(item.get("name"), MAX_LABEL)?;
+    let kind: EntityType = label(item.get("type"), MAX_LABEL)?
+        .to_lowercase()
+        .replace("organisation", "organization")
+        .parse()
+        .ok()?;
+    let key = fold(&name);
+    (!key.is_empty()).then_some(Mention {
+        name,
+        key,
+        kind,
+        relation: None,
+    })
 }
 
 /// The first JSON value in `text` that parses, from its first `{` or `[`.
@@ -210,6 +248,43 @@ mod tests {
         assert!(e.contains("I cannot help"), "{e}");
         assert!(parse(r#"{"answer": "none"}"#).is_err());
         assert!(parse("{ not json").is_err());
+    }
+
+    #[test]
+    fn names_are_read_with_their_types_and_the_rest_dropped() {
+        let reply = r#"{"beliefs": [], "entities": [
+            {"name": "the lake house", "type": "place"},
+            {"name": "Acme Ltd", "type": "Organisation"},
+            {"name": "The Lake House", "type": "place"},
+            {"name": "Bob", "type": "pet"},
+            {"name": "", "type": "person"},
+            {"type": "person"}
+        ]}"#;
+        let r = parse(reply).unwrap();
+        let names: Vec<(&str, &str, EntityType)> = r
+            .mentions
+            .iter()
+            .map(|m| (m.name.as_str(), m.key.as_str(), m.kind))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (
+                    "the lake house",
+                    fold("the lake house").as_str(),
+                    EntityType::Place
+                ),
+                (
+                    "Acme Ltd",
+                    fold("Acme Ltd").as_str(),
+                    EntityType::Organization
+                ),
+            ]
+        );
+        assert_eq!(
+            r.dropped, 4,
+            "a repeat, an unknown type, an empty and a missing name"
+        );
     }
 
     #[test]
