@@ -70,7 +70,8 @@ pub struct UserModelConfig {
     /// Read beliefs, preferences and identity from new memories by rule.
     pub extract: bool,
     /// When an LLM endpoint is configured (`[llm] url`), consolidation's refine phase has it
-    /// read new memories again for beliefs the rules missed; ingest never waits for it.
+    /// read new memories again for the beliefs and names the rules missed; ingest never
+    /// waits for it.
     pub llm_refine: bool,
     /// Most memories one consolidation run has the LLM read; the rest wait for the next run.
     pub llm_refine_per_run: usize,

@@ -144,9 +144,9 @@ impl UserModel {
     }
 
     /// Whether the configured LLM reads memories again for what the rules missed
-    /// (`[usermodel] llm_refine`, and extraction on at all).
+    /// (`[usermodel] llm_refine`); the beliefs it reads are kept only while extraction is on.
     pub fn refines(&self) -> bool {
-        self.extract && self.llm_refine && self.refine_per_run > 0
+        self.llm_refine && self.refine_per_run > 0
     }
 
     /// Most memories one consolidation run has the LLM read.
@@ -164,7 +164,7 @@ impl UserModel {
         said: Vec<Signal>,
         read_by: &str,
     ) -> Result<usize> {
-        if said.is_empty() || !memory.is_the_persons() {
+        if !self.extract || said.is_empty() || !memory.is_the_persons() {
             return Ok(0);
         }
         // Under the same lock a forget's retraction takes, so one of the two sees the other.

@@ -22,6 +22,7 @@ pub fn phase_summary(run: &RunRecord) -> String {
         ("similar", c(Phase::Dedup, "similar")),
         ("aliases", c(Phase::Entities, "aliases")),
         ("beliefs by LLM", c(Phase::Refine, "beliefs_added")),
+        ("names by LLM", c(Phase::Refine, "entities_added")),
         ("summaries", c(Phase::Summaries, "summaries")),
     ]
     .into_iter()
