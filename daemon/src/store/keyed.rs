@@ -85,14 +85,17 @@ mod tests {
             ..Default::default()
         };
         {
-            // The beliefs table as an older mnemod made it: without `read_by`.
+            // The beliefs table as an older mnemod made it: without the columns added since.
             let db = lancedb::connect(dir.path().to_str().unwrap())
                 .execute()
                 .await
                 .unwrap();
             let batch = BeliefRecord::to_batch(std::slice::from_ref(&old_row)).unwrap();
             let kept: Vec<usize> = (0..batch.num_columns())
-                .filter(|&i| batch.schema().field(i).name() != "read_by")
+                .filter(|&i| {
+                    let name = batch.schema().field(i).name().clone();
+                    !["read_by", "vector", "embed_model"].contains(&name.as_str())
+                })
                 .collect();
             let batch = batch.project(&kept).unwrap();
             let older = Arc::new(Schema::new(batch.schema().fields().clone()));
@@ -109,6 +112,8 @@ mod tests {
         let new_row = BeliefRecord {
             id: "new".into(),
             read_by: Some("llm:reader".into()),
+            vector: crate::store::Floats(vec![0.5, -0.5, 1.0]),
+            embed_model: Some("test".into()),
             ..Default::default()
         };
         let table = store.beliefs();
