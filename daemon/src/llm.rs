@@ -6,6 +6,16 @@ use serde_json::{json, Value};
 
 use crate::config::{HttpApi, LlmConfig};
 
+/// Why no text came back: the server did not answer (try again later), or it answered
+/// without any (this request will not do better by being asked again).
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("{0}")]
+    Unreachable(String),
+    #[error("{0}: the reply has no message text")]
+    Empty(String),
+}
+
 pub struct Llm {
     agent: ureq::Agent,
     url: String,
@@ -40,7 +50,7 @@ impl Llm {
     }
 
     /// One reply to `prompt` under `system`. Blocking: call from the blocking pool.
-    pub fn complete(&self, system: &str, prompt: &str) -> Result<String, String> {
+    pub fn complete(&self, system: &str, prompt: &str) -> Result<String, LlmError> {
         let messages = json!([
             { "role": "system", "content": system },
             { "role": "user", "content": prompt },
@@ -52,10 +62,10 @@ impl Llm {
             HttpApi::Openai => json!({ "model": self.model, "messages": messages }),
         };
         let reply = crate::httpjson::post(&self.agent, &self.url, self.api_key.as_deref(), &body)
-            .map_err(|e| format!("{}: {e}", self.url))?;
+            .map_err(|e| LlmError::Unreachable(format!("{}: {e}", self.url)))?;
         reply_text(self.api, &reply)
             .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| format!("{}: the reply has no message text", self.url))
+            .ok_or_else(|| LlmError::Empty(self.url.clone()))
     }
 }
 

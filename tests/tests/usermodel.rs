@@ -287,6 +287,9 @@ fn reading(message: &str) -> String {
         r#"{"beliefs": [{"subject": "user", "predicate": "lives_in", "object": "Porto", "type": "identity", "statement": "The user lives in Porto"}]}"#.into()
     } else if message.contains("garbled") {
         "I'm sorry, I can't read that.".into()
+    } else if message.contains("silent") {
+        // Nothing at all, as a thinking model's reply can be.
+        String::new()
     } else {
         r#"{"beliefs": []}"#.into()
     }
@@ -327,6 +330,7 @@ async fn a_configured_llm_reads_what_the_rules_missed_while_idle_and_a_forget_un
     .await;
     say(&mut c, "I live in Porto.", None).await;
     say(&mut c, "garbled ##", None).await;
+    say(&mut c, "silent ##", None).await;
     let gone = say(&mut c, "The lake house in Vermont sold last year.", None).await;
     c.call::<Forget>(&ForgetParams {
         ids: vec![gone.id.clone()],
@@ -350,9 +354,13 @@ async fn a_configured_llm_reads_what_the_rules_missed_while_idle_and_a_forget_un
     down.store(false, Ordering::Relaxed);
     let run = daemon.consolidate_now();
     let counts = phase_counts(&run);
-    assert_eq!(counts.get("read"), Some(&3), "{counts:?}");
+    assert_eq!(counts.get("read"), Some(&4), "{counts:?}");
     assert_eq!(counts.get("beliefs_added"), Some(&1), "{counts:?}");
-    assert_eq!(counts.get("unreadable_replies"), Some(&1), "{counts:?}");
+    assert_eq!(
+        counts.get("unreadable_replies"),
+        Some(&2),
+        "prose and nothing: {counts:?}"
+    );
     assert_eq!(counts.get("dropped_items"), Some(&1), "{counts:?}");
     // "Maine" the rules found themselves; the lower-case place only the model named.
     assert_eq!(counts.get("entities_added"), Some(&1), "{counts:?}");
@@ -419,7 +427,7 @@ async fn a_configured_llm_reads_what_the_rules_missed_while_idle_and_a_forget_un
             .count()
     };
     let before = readings();
-    assert_eq!(before, 4, "one failed ask, then three memories");
+    assert_eq!(before, 5, "one failed ask, then four memories");
     let counts = phase_counts(&daemon.consolidate_now());
     assert_eq!(counts.get("read"), None, "{counts:?}");
     assert_eq!(readings(), before);

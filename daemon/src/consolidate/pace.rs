@@ -149,15 +149,18 @@ impl Pace {
         llm: &Arc<crate::llm::Llm>,
         system: &'static str,
         prompt: String,
-    ) -> Result<Result<String, String>, Stop> {
+    ) -> Result<Result<String, crate::llm::LlmError>, Stop> {
         let llm = llm.clone();
-        Ok(self
+        let asked = self
             .guard(tokio::task::spawn_blocking(move || {
                 llm.complete(system, &prompt)
             }))
-            .await?
-            .map_err(|e| e.to_string())
-            .and_then(|r| r))
+            .await?;
+        Ok(asked.unwrap_or_else(|e| {
+            Err(crate::llm::LlmError::Unreachable(format!(
+                "the call failed: {e}"
+            )))
+        }))
     }
 
     pub fn progress(&self, phase: Phase, done: u64, total: u64) {

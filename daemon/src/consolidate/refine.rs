@@ -20,7 +20,7 @@ use mnemo_protocol::time::now_micros;
 use super::pace::{Pace, Stop};
 use super::{bump, done_through, time_blocks, Consolidator};
 use crate::graph::links::mentions as mentions_edges;
-use crate::llm::Llm;
+use crate::llm::{Llm, LlmError};
 use crate::store::filter::current;
 use crate::store::{col, MemoryRecord};
 use crate::understand::entities::{Mention, MAX_MENTIONS};
@@ -68,10 +68,16 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         for memory in memories {
             pace.checkpoint().await?;
             match pace.ask(&llm, SYSTEM, prompt(&memory.content)).await? {
-                Err(e) => {
+                Err(LlmError::Unreachable(e)) => {
                     tracing::warn!("refine: the LLM did not answer, trying again next run: {e}");
                     bump(record, "llm_failures", 1);
                     return Ok(());
+                }
+                // Some models answer some texts with nothing (a thinking model's reply can be
+                // all reasoning): asking again would block every later memory.
+                Err(e @ LlmError::Empty(_)) => {
+                    tracing::debug!("refine: memory {}: {e}", memory.id);
+                    bump(record, "unreadable_replies", 1);
                 }
                 Ok(reply) => match parse(&reply) {
                     Err(e) => {
