@@ -123,21 +123,24 @@ async fn add_mentions(
     if new.is_empty() {
         return Ok(0);
     }
-    let mut all = memory.entities.clone();
-    all.extend(new.iter().map(|m| store.entity_key(&m.key)));
-    let patched = store
-        .writer()
-        .submit(store.entities_patch(&[(memory.id.clone(), all)])?)
-        .await?;
-    if patched == 0 {
-        // Replaced or forgotten since it was read.
-        return Ok(0);
-    }
-    // The memory as mentioning only what is new, for what counts mentions.
+    // The memory as mentioning only what is new, for the edges and what counts mentions.
     let mut named = memory.clone();
     named.entities = new.iter().map(|m| m.key.clone()).collect();
     let edges = mentions_edges(&named, now_micros(), &|k| store.entity_key(k));
-    store.writer().submit(store.edges().append(&edges)?).await?;
+    // Edges first: a forget from here on deletes them with the memory's others.
+    let writer = store.writer();
+    writer.submit(store.edges().append(&edges)?).await?;
+    let mut all = memory.entities.clone();
+    all.extend(new.iter().map(|m| store.entity_key(&m.key)));
+    let patched = writer
+        .submit(store.entities_patch(&[(memory.id.clone(), all)])?)
+        .await?;
+    if patched == 0 {
+        // Replaced or forgotten since it was read: its new edges go too.
+        let ids: Vec<String> = edges.iter().map(|e| e.id.clone()).collect();
+        writer.submit(store.edges().delete_ids(&ids)).await?;
+        return Ok(0);
+    }
     ctx.entities
         .added(std::slice::from_ref(&named), std::slice::from_ref(&new));
     ctx.names.add([&named]);
