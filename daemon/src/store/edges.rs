@@ -11,7 +11,7 @@ use mnemo_protocol::time::format_micros;
 
 use super::column::table_rows;
 use super::sql::{col, matching, Pred};
-use super::system::open_or_create;
+use super::tables::open_or_create;
 use super::{StoreError, WriteOp};
 
 pub const EDGES: &str = "edges";

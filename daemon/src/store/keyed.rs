@@ -9,7 +9,7 @@ use lancedb::arrow::arrow_schema::SchemaRef;
 use lancedb::{Connection, Table};
 
 use super::sql::{col, matching, Pred};
-use super::system::open_or_create;
+use super::tables::open_or_create;
 use super::{StoreError, WriteOp};
 
 /// A row type declared with `table_rows!`.

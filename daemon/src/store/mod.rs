@@ -23,6 +23,7 @@ pub mod sql;
 pub mod stats;
 pub mod summaries;
 pub mod system;
+mod tables;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -493,7 +494,7 @@ async fn migrate_memories(
                 .await?;
         }
     }
-    system::add_missing_columns(memories, MEMORIES, &wanted).await
+    tables::add_missing_columns(memories, MEMORIES, &wanted).await
 }
 
 fn meta_schema() -> SchemaRef {
@@ -504,11 +505,7 @@ fn meta_schema() -> SchemaRef {
 }
 
 async fn open_meta(db: &Connection, names: &[String]) -> Result<Table, StoreError> {
-    if names.iter().any(|n| n == META) {
-        Ok(db.open_table(META).execute().await?)
-    } else {
-        Ok(db.create_empty_table(META, meta_schema()).execute().await?)
-    }
+    tables::open_or_create(db, names, META, meta_schema()).await
 }
 
 async fn read_meta(meta: &Table, key: &str) -> Result<Option<String>, StoreError> {

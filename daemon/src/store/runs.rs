@@ -11,7 +11,8 @@ use mnemo_protocol::consolidate::RunRecord;
 use mnemo_protocol::time::parse_micros;
 
 use super::sql::{col, matching};
-use super::system::{json, json_rows, open_or_create};
+use super::system::{json, json_rows};
+use super::tables::open_or_create;
 use super::StoreError;
 
 pub const RUNS: &str = "runs";

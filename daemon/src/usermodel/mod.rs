@@ -175,15 +175,19 @@ impl UserModel {
         }
         let now = now_micros();
         let mut changes = Changes::default();
-        let added = {
+        let mut added = 0;
+        {
             let mut beliefs = self.lock();
-            said.into_iter()
-                .filter(|s| {
-                    let new = read_from(memory, s.clone(), read_by);
-                    apply(&mut beliefs, new, now, &mut changes).0.is_none()
-                })
-                .count()
-        };
+            for s in said {
+                let (repeated, _) = apply(
+                    &mut beliefs,
+                    read_from(memory, s, read_by),
+                    now,
+                    &mut changes,
+                );
+                added += usize::from(repeated.is_none());
+            }
+        }
         self.write(changes).await?;
         Ok(added)
     }
