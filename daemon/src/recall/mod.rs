@@ -220,8 +220,22 @@ impl Recall {
         candidates.values_mut().for_each(name_them);
         let settings = RankSettings::from_config(&self.config, p.mode);
         let mut ranked = fuse_and_rank(candidates.into_values().collect(), &settings, now);
+        let wanted = |ranked: &[(Candidate, ScoreExplain)]| -> Vec<(String, Option<u64>)> {
+            ranked
+                .iter()
+                .take(k)
+                .map(|(c, _)| (c.record.id.clone(), c.row_id))
+                .collect()
+        };
+        // The rows of the best k are read while the graph is walked: most stay among the
+        // best, and the few the graph brings in are read after.
+        let mut rows = HashMap::new();
         if self.config.graph_weight > 0.0 && !ranked.is_empty() {
-            let mut candidates = self.spread(ranked, &predicate).await?;
+            let first = wanted(&ranked);
+            let (spread, first_rows) =
+                tokio::join!(self.spread(ranked, &predicate), store.complete(&first));
+            let mut candidates = spread?;
+            rows = first_rows?;
             candidates
                 .iter_mut()
                 .filter(|c| c.vector_rank.is_none() && c.text_rank.is_none())
@@ -235,18 +249,23 @@ impl Recall {
             ms(started.elapsed())
         );
         ranked.truncate(k);
-        let wanted: Vec<(String, Option<u64>)> = ranked
-            .iter()
-            .map(|(c, _)| (c.record.id.clone(), c.row_id))
+        let unread: Vec<(String, Option<u64>)> = wanted(&ranked)
+            .into_iter()
+            .filter(|(id, _)| !rows.contains_key(id))
             .collect();
-        let mut rows = store.complete(&wanted).await?;
+        if !unread.is_empty() {
+            rows.extend(store.complete(&unread).await?);
+        }
         tracing::debug!("search: rows read at {:.1} ms", ms(started.elapsed()));
         let hits = ranked
             .into_iter()
             // A row forgotten since it was found is no answer.
-            .filter_map(|(candidate, explain)| {
+            .filter_map(|(candidate, mut explain)| {
+                let row = rows.remove(&candidate.record.id)?;
+                // Candidates ranked from the values held in memory carry no factors.
+                explain.salience_factors = explain.salience_factors.or(row.salience_factors());
                 Some(SearchHit {
-                    memory: rows.remove(&candidate.record.id)?.to_protocol(),
+                    memory: row.to_protocol(),
                     score: explain.score,
                     explain: p.explain.then_some(explain),
                 })
@@ -329,6 +348,7 @@ impl Recall {
                 MIN_SPREAD_WEIGHT,
             )
             .await?;
+        tracing::debug!("search: graph walked ({} reached)", spread.len());
         let mut candidates: Vec<Candidate> = ranked.into_iter().map(|(c, _)| c).collect();
         for c in &mut candidates {
             if let Some(s) = spread.remove(&c.record.lineage) {

@@ -70,14 +70,15 @@ impl Store {
         let row_ids: Vec<u64> = candidates.iter().filter_map(|(_, r)| *r).collect();
         let mut found = HashMap::with_capacity(candidates.len());
         if !row_ids.is_empty() {
-            let take = self
-                .memories
-                .take_row_ids(row_ids)
-                .select(self.plain_columns());
-            match read(&take).await {
-                Ok(batches) => {
-                    found.extend(self.rows(&batches)?.into_iter().map(|r| (r.id.clone(), r)))
-                }
+            match self
+                .take_rows(&row_ids, &columns_without_vector(&self.schema))
+                .await
+            {
+                Ok(batch) => found.extend(
+                    self.rows(std::slice::from_ref(&batch))?
+                        .into_iter()
+                        .map(|r| (r.id.clone(), r)),
+                ),
                 Err(e) => tracing::debug!("taking rows by row id failed; reading by id: {e}"),
             }
         }
@@ -91,6 +92,24 @@ impl Store {
             found.extend(rows.into_iter().map(|r| (r.id.clone(), r)));
         }
         Ok(found)
+    }
+
+    /// `columns` of the live rows at `row_ids`, straight from the dataset: through a query
+    /// plan (a filter on `_rowid`), taking 10 whole rows at 100k memories took 4.6 ms rather
+    /// than 3.4.
+    pub(super) async fn take_rows(
+        &self,
+        row_ids: &[u64],
+        columns: &[impl AsRef<str>],
+    ) -> Result<RecordBatch, StoreError> {
+        let dataset = self
+            .memories
+            .dataset()
+            .ok_or_else(|| StoreError::Schema("the memories table is not a local dataset".into()))?
+            .get()
+            .await?;
+        let projection = lance::dataset::ProjectionRequest::from_columns(columns, dataset.schema());
+        Ok(dataset.take_rows(row_ids, projection).await?)
     }
 
     /// The rows of `batches`, opened (in an encrypted store, content and metadata decrypted).
@@ -281,16 +300,28 @@ impl Store {
         let Some(terms) = self.sealing.text_query(text) else {
             return Ok(Vec::new());
         };
+        // With the ranking columns held in memory the index is asked for ids alone: each
+        // column read costs a read per fragment its rows lie in.
+        let held = self.nearest.holds_ranking();
+        let columns = if held {
+            Select::columns(&["id", "_score"])
+        } else {
+            Self::ranking_with("_score")
+        };
         let query = self
             .memories
             .query()
             .full_text_search(terms)
             .filtered(predicate)
-            .select(Self::ranking_with("_score"))
+            .select(columns)
             .with_row_id()
             .limit(limit);
         let batches = read(&query).await?;
-        scored(&self.sealing, &batches, Some("_score"))
+        let hits = scored(&self.sealing, &batches, Some("_score"))?;
+        if held {
+            return self.ranked_from_held(hits).await;
+        }
+        Ok(hits)
     }
 }
 

@@ -8,6 +8,7 @@ pub mod edges;
 mod encryption;
 pub mod entities;
 pub mod filter;
+mod held;
 pub mod keyed;
 pub mod keystore;
 pub mod maintenance;
@@ -65,6 +66,12 @@ pub enum StoreError {
 
 impl From<lancedb::Error> for StoreError {
     fn from(e: lancedb::Error) -> Self {
+        StoreError::Lance(e.to_string())
+    }
+}
+
+impl From<lance::Error> for StoreError {
+    fn from(e: lance::Error) -> Self {
         StoreError::Lance(e.to_string())
     }
 }

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::counts::Counts;
 use super::filter::{current, plain_rows};
+use super::held::HELD_COLUMNS;
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
 use super::sql::{col, Expr, Filtered, Pred};
@@ -408,7 +409,11 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             let rows: Vec<MemoryRecord> = flatten(ops);
             let result = append(memories, &rows).await;
             if result.is_ok() {
-                memories.nearest.written(&rows, &memories.embed_model);
+                memories
+                    .nearest
+                    .written(&rows, &memories.embed_model, &|e| {
+                        memories.sealing.entity_key(e)
+                    });
                 memories.counts.added(&rows);
                 ensure_text_index(memories).await;
                 let unfolded = memories.unfolded.fetch_add(rows.len(), Ordering::Relaxed);
@@ -426,7 +431,11 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             let rows: Vec<MemoryRecord> = flatten(ops);
             let result = upsert(memories, &rows).await;
             if result.is_ok() {
-                memories.nearest.written(&rows, &memories.embed_model);
+                memories
+                    .nearest
+                    .written(&rows, &memories.embed_model, &|e| {
+                        memories.sealing.entity_key(e)
+                    });
                 recount(memories).await;
             }
             result
@@ -436,6 +445,7 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             for (op, ack) in ops.into_iter().zip(acks) {
                 let changes_counts = op.changes_counts();
                 let changes_vectors = changes_counts || op.patches("vector");
+                let changes_ranking = HELD_COLUMNS.iter().any(|c| op.patches(c));
                 let result = commit_single(memories, op).await;
                 if result.is_ok() && changes_counts {
                     recount(memories).await;
@@ -444,6 +454,10 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     // Closed, deleted or re-embedded rows: the held codes would propose
                     // the wrong rows until read again, so the ANN index serves meanwhile.
                     memories.nearest.invalidate();
+                }
+                if result.is_ok() && changes_ranking {
+                    // Rows ranked from held values would rank at the old ones.
+                    memories.nearest.ranking_changed();
                 }
                 let _ = ack.send(result);
             }
@@ -668,7 +682,11 @@ async fn supersede(
     }
     let rows = [old, new];
     upsert(memories, &rows).await?;
-    memories.nearest.written(&rows, &memories.embed_model);
+    memories
+        .nearest
+        .written(&rows, &memories.embed_model, &|e| {
+            memories.sealing.entity_key(e)
+        });
     memories.counts.superseded(&rows[0], &rows[1]);
     Ok(2)
 }

@@ -1,0 +1,651 @@
+//! The current memories' vectors held in memory at 8 bits a component, scanned whole for
+//! the vector leg of a search, with what ranking reads of each. At 100k MiniLM memories
+//! Lance's ANN index answered in ~12 ms (its IVF partitions, the prefilter on current rows of
+//! a namespace and the refine read); a scan of 100k × 384 bytes takes ~2 ms on one core and
+//! finds the exact neighbours but for 8-bit rounding, which what the rounding left (held at
+//! 4 bits) then corrects for the few candidates.
+//!
+//! Lance stays the truth. Only current rows are held: new memories join as they are written,
+//! a new version takes its old version's place, and writes that close, delete or re-embed
+//! rows in bulk drop the codes at once — until they are read again the ANN index serves,
+//! rather than codes that propose rows gone or vectors changed. Bulk changes to a ranking
+//! column (decay) leave the codes but not their ranking values: the candidates' rows are
+//! then taken by row id (or read by id, where a row moved) and ranked by their stored
+//! vectors. Other changes (updates, consolidation, compaction) move rows, and the next
+//! maintenance pass reads everything again (0.45 s at 100k).
+
+mod codes;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::RwLock;
+
+use lancedb::arrow::arrow_array::UInt64Array;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+
+use codes::Codes;
+pub use codes::Near;
+
+use super::filter::current;
+use super::held::HELD_COLUMNS;
+use super::memories::{scored, Scored, RANKING_COLUMNS};
+use super::schema::from_batch;
+use super::sql::{col, read, Filtered};
+use super::{MemoryRecord, Store, StoreError};
+
+/// The codes and when they were read. Off (never read) when `max_rows` is 0 or the store
+/// holds more current memories than that: searches then go through Lance's ANN index.
+pub(super) struct Nearest {
+    max_rows: usize,
+    codes: RwLock<Option<Codes>>,
+    /// The memories table's version the codes were read at.
+    read_at: AtomicU64,
+    /// Rows written since then that have no row id yet.
+    unplaced: AtomicU64,
+    /// Set while the codes are read again: rows written meanwhile are kept here too, and
+    /// join the new codes.
+    reading: AtomicBool,
+    /// Counts the invalidations: codes read while one happened are not held.
+    invalidated: AtomicU64,
+    /// Counts the writes that changed held columns other than by rows: values read while
+    /// one happened are not used.
+    ranking_changes: AtomicU64,
+    meanwhile: std::sync::Mutex<Vec<Meanwhile>>,
+}
+
+/// A write made while the codes were read, applied to them after.
+enum Meanwhile {
+    /// A current row (without its content) and its entities as stored.
+    Held(Box<MemoryRecord>, Vec<String>),
+    Retired(String),
+}
+
+/// What the codes propose for a search.
+pub enum Proposed {
+    /// Candidates ranked from the values held, at their approximate cosine.
+    Ranked(Vec<Scored>),
+    /// Rows whose ranking columns must be read (the values held are stale).
+    Rows(Vec<Near>),
+}
+
+impl Nearest {
+    pub fn new(max_rows: usize) -> Self {
+        Self {
+            max_rows,
+            codes: RwLock::new(None),
+            read_at: AtomicU64::new(0),
+            unplaced: AtomicU64::new(0),
+            reading: AtomicBool::new(false),
+            invalidated: AtomicU64::new(0),
+            ranking_changes: AtomicU64::new(0),
+            meanwhile: Default::default(),
+        }
+    }
+
+    /// Candidates for `limit` results, or None while there are no codes.
+    pub fn nearest(
+        &self,
+        vector: &[f32],
+        namespace: Option<&str>,
+        limit: usize,
+    ) -> Option<Proposed> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        let codes = codes.as_ref()?;
+        let found = codes.nearest(vector, namespace, limit).into_iter();
+        Some(if codes.fresh {
+            Proposed::Ranked(found.map(|(cosine, i)| codes.scored(i, cosine)).collect())
+        } else {
+            Proposed::Rows(found.map(|(_, i)| codes.near(i)).collect())
+        })
+    }
+
+    /// The ranking columns of each of `ids` held (None for a row not held), or None when no
+    /// exact values are held.
+    pub fn held(&self, ids: &[&str]) -> Option<Vec<Option<MemoryRecord>>> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        let codes = codes.as_ref().filter(|c| c.fresh)?;
+        Some(
+            ids.iter()
+                .map(|id| {
+                    let i = codes.index_of(id)?;
+                    Some(codes.scored(i as u32, 0.0).record)
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether exact ranking values are held (a text search then reads only ids).
+    pub fn holds_ranking(&self) -> bool {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        codes.as_ref().is_some_and(|c| c.fresh)
+    }
+
+    /// A write changed held columns other than by whole rows: the values held are not used
+    /// until the codes are read again.
+    pub fn ranking_changed(&self) {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        self.ranking_changes.fetch_add(1, Ordering::AcqRel);
+        if let Some(codes) = guard.as_mut() {
+            codes.fresh = false;
+        }
+    }
+
+    /// Rows the writer just committed: the current ones of `model` join the codes (their
+    /// entities as stored: `stored_entity` keys each in an encrypted store), and those
+    /// closed leave them.
+    pub fn written(
+        &self,
+        rows: &[MemoryRecord],
+        model: &str,
+        stored_entity: &dyn Fn(&str) -> String,
+    ) {
+        let closed: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.valid_to.is_some())
+            .map(|r| r.id.as_str())
+            .collect();
+        let new: Vec<(&MemoryRecord, Vec<String>)> = rows
+            .iter()
+            .filter(|r| r.valid_to.is_none() && r.embed_model == model && !r.vector.is_empty())
+            .map(|r| (r, r.entities.iter().map(|e| stored_entity(e)).collect()))
+            .collect();
+        if new.is_empty() && closed.is_empty() {
+            return;
+        }
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(codes) = guard.as_mut() {
+            closed.iter().for_each(|id| codes.retire(id));
+            if codes.len() + new.len() > self.max_rows {
+                tracing::info!(
+                    "more than {} current memories: vector search goes through the ANN index \
+                     (store.vectors_in_memory_max_rows)",
+                    self.max_rows
+                );
+                *guard = None;
+                return;
+            }
+            for (r, entities) in &new {
+                codes.push(r, None, entities);
+            }
+            self.unplaced.fetch_add(new.len() as u64, Ordering::Relaxed);
+        }
+        if self.reading.load(Ordering::Acquire) {
+            let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
+            meanwhile.extend(closed.iter().map(|id| Meanwhile::Retired(id.to_string())));
+            meanwhile.extend(new.into_iter().map(|(r, entities)| {
+                let slim = MemoryRecord {
+                    content: String::new(),
+                    metadata: String::new(),
+                    ..r.clone()
+                };
+                Meanwhile::Held(Box::new(slim), entities)
+            }));
+        }
+    }
+
+    /// Whether the codes should be read again: none are held, the table changed since, or
+    /// rows wait for their row ids.
+    fn due(&self, version: u64) -> bool {
+        self.rows().is_none()
+            || version != self.read_at.load(Ordering::Relaxed)
+            || self.unplaced.load(Ordering::Relaxed) > 0
+    }
+
+    /// Drops the codes after rows were closed, deleted or re-embedded: until the next pass
+    /// reads them again, the ANN index serves searches.
+    pub fn invalidate(&self) {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        self.invalidated.fetch_add(1, Ordering::AcqRel);
+        *guard = None;
+    }
+
+    /// Holds `codes`, read at table `version`, in place of the old, with the rows written
+    /// while they were read that they miss. Under the lock the writer takes to add rows, so
+    /// none is added to the old codes after the new were made. Returns the rows held, their
+    /// bytes and whether these are the first codes held.
+    /// None when an invalidation came while they were read (they may predate it): the
+    /// next pass reads them again.
+    fn replace(
+        &self,
+        mut codes: Codes,
+        version: u64,
+        invalidations: u64,
+        ranking_changes: u64,
+    ) -> Option<(usize, usize, bool)> {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        self.reading.store(false, Ordering::Release);
+        let meanwhile =
+            std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
+        if self.invalidated.load(Ordering::Acquire) != invalidations {
+            *guard = None;
+            return None;
+        }
+        codes.fresh = self.ranking_changes.load(Ordering::Acquire) == ranking_changes;
+        let mut late = 0;
+        for write in meanwhile {
+            match write {
+                // A row the read found is held with its row id.
+                Meanwhile::Held(r, _) if codes.index_of(&r.id).is_some() => {}
+                Meanwhile::Held(r, entities) => {
+                    codes.push(&r, None, &entities);
+                    late += 1;
+                }
+                Meanwhile::Retired(id) => codes.retire(&id),
+            }
+        }
+        self.unplaced.store(late, Ordering::Relaxed);
+        self.read_at.store(version, Ordering::Relaxed);
+        let first = guard.is_none();
+        let held = (codes.len(), codes.bytes(), first);
+        *guard = Some(codes);
+        Some(held)
+    }
+
+    /// Whether every row held has its row id (none waits for the codes to be read again).
+    pub fn placed(&self) -> bool {
+        self.unplaced.load(Ordering::Relaxed) == 0
+    }
+
+    /// Current memories held, if any codes are.
+    pub fn rows(&self) -> Option<usize> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        codes.as_ref().map(Codes::len)
+    }
+}
+
+/// The columns a candidate is taken with: what ranking reads, whether it is still current,
+/// and (for the exact distance) its stored vector.
+fn taken_columns(vector: bool) -> Vec<&'static str> {
+    let mut columns = RANKING_COLUMNS.to_vec();
+    columns.extend(["namespace", "valid_to"]);
+    if vector {
+        columns.push("vector");
+    }
+    columns
+}
+
+impl Store {
+    /// The vector leg from the codes held in memory: the `limit` current memories of the
+    /// configured model nearest `vector` (of `namespace`, or all), as [`Store::vector_search`]
+    /// answers them — or None when no codes are held (searches then use the ANN index).
+    /// Ranked from the values held when they are exact (at the codes' cosine, within ~0.005
+    /// of the exact one); else from the candidates' rows, at their exact distance.
+    pub async fn nearest_held(
+        &self,
+        vector: &[f32],
+        namespace: Option<&str>,
+        limit: usize,
+    ) -> Result<Option<Vec<Scored>>, StoreError> {
+        let near = match self.nearest.nearest(vector, namespace, limit) {
+            None => return Ok(None),
+            Some(Proposed::Ranked(found)) => return Ok(Some(found)),
+            Some(Proposed::Rows(near)) => near,
+        };
+        let mut found = self.take(&near, &taken_columns(true), true).await?;
+        found.retain(|s| namespace.is_none_or(|n| s.record.namespace == n));
+        for s in &mut found {
+            s.raw = 1.0 - crate::linalg::cosine(vector, &s.record.vector);
+            // Ranking needs no vector, and fusion keeps every candidate a while.
+            s.record.vector = Vec::new();
+        }
+        found.sort_by(|a, b| a.raw.total_cmp(&b.raw));
+        Ok(Some(found))
+    }
+
+    /// The text leg's hits (ids, scores and row ids) with what ranking reads of each: held in
+    /// memory, or read for the rows not held (of another model, or past versions in a search
+    /// of the past). A hit forgotten since it was found is dropped.
+    pub(super) async fn ranked_from_held(
+        &self,
+        hits: Vec<Scored>,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
+        let held = self
+            .nearest
+            .held(&ids)
+            .unwrap_or_else(|| vec![None; ids.len()]);
+        let missing: Vec<Near> = hits
+            .iter()
+            .zip(&held)
+            .filter(|(_, h)| h.is_none())
+            .map(|(s, _)| Near {
+                id: s.record.id.clone(),
+                row_id: s.row_id,
+            })
+            .collect();
+        let mut read: HashMap<String, MemoryRecord> = HashMap::new();
+        if !missing.is_empty() {
+            let taken = self.take(&missing, &taken_columns(false), false).await?;
+            read.extend(taken.into_iter().map(|s| (s.record.id.clone(), s.record)));
+        }
+        Ok(hits
+            .into_iter()
+            .zip(held)
+            .filter_map(|(hit, held)| {
+                let record = held.or_else(|| read.remove(&hit.record.id))?;
+                Some(Scored { record, ..hit })
+            })
+            .collect())
+    }
+
+    /// `columns` of the rows of `near` (that are still current, when `current_only`): taken
+    /// at their row ids, and read by id where a row moved since (a compaction or an update
+    /// in between).
+    async fn take(
+        &self,
+        near: &[Near],
+        columns: &[&str],
+        current_only: bool,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let mut found: Vec<Scored> = Vec::with_capacity(near.len());
+        let row_ids: Vec<u64> = near.iter().filter_map(|n| n.row_id).collect();
+        if !row_ids.is_empty() {
+            match self.take_rows(&row_ids, columns).await {
+                Ok(batch) => found.extend(scored(&self.sealing, &[batch], None)?),
+                Err(e) => tracing::debug!("taking candidates by row id failed; reading by id: {e}"),
+            }
+        }
+        // A row id that now holds another row (after a compaction) finds nothing it wanted;
+        // a row holding a wanted id is that memory's one row.
+        let wanted: HashMap<&str, &Near> = near.iter().map(|n| (n.id.as_str(), n)).collect();
+        found.retain_mut(|s| match wanted.get(s.record.id.as_str()) {
+            Some(n) => {
+                s.row_id = n.row_id;
+                true
+            }
+            None => false,
+        });
+        let have: HashSet<String> = found.iter().map(|s| s.record.id.clone()).collect();
+        let missing: Vec<String> = near
+            .iter()
+            .filter(|n| !have.contains(&n.id))
+            .map(|n| n.id.clone())
+            .collect();
+        if !missing.is_empty() {
+            let by_id = col("id").one_of(&missing);
+            let query = self
+                .memories
+                .query()
+                .filtered(&if current_only {
+                    current().and(by_id)
+                } else {
+                    by_id
+                })
+                .select(Select::columns(columns))
+                .with_row_id();
+            found.extend(scored(&self.sealing, &read(&query).await?, None)?);
+        }
+        if current_only {
+            found.retain(|s| s.record.valid_to.is_none());
+        }
+        Ok(found)
+    }
+
+    /// Reads the codes again if the memories changed since they were read (or were never
+    /// read); returns the rows held, or None when they are off or too many.
+    pub async fn refresh_nearest(&self) -> Result<Option<usize>, StoreError> {
+        let nearest = &self.nearest;
+        if nearest.max_rows == 0 {
+            return Ok(None);
+        }
+        let version = self.memories.version().await?;
+        if !nearest.due(version) {
+            return Ok(nearest.rows());
+        }
+        let started = std::time::Instant::now();
+        let current_rows = self.counts.get().total as usize;
+        if current_rows > nearest.max_rows {
+            *nearest.codes.write().unwrap_or_else(|e| e.into_inner()) = None;
+            nearest.read_at.store(version, Ordering::Relaxed);
+            return Ok(None);
+        }
+        let invalidations = nearest.invalidated.load(Ordering::Acquire);
+        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
+        nearest.reading.store(true, Ordering::Release);
+        let read = self.read_codes().await;
+        let Ok(codes) = read else {
+            nearest.reading.store(false, Ordering::Release);
+            nearest
+                .meanwhile
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+            // Never a table version: read again next pass.
+            nearest.read_at.store(u64::MAX, Ordering::Relaxed);
+            return read.map(|_| None);
+        };
+        let Some((rows, bytes, first)) =
+            nearest.replace(codes, version, invalidations, ranking_changes)
+        else {
+            return Ok(None);
+        };
+        let took = started.elapsed().as_secs_f64();
+        if first {
+            tracing::info!(
+                "vectors in memory: {rows} current memories ({:.1} MB) read in {took:.2} s",
+                bytes as f64 / 1e6
+            );
+        } else {
+            tracing::debug!("vectors in memory read again: {rows} rows in {took:.2} s");
+        }
+        Ok(Some(rows))
+    }
+
+    /// The codes of every current memory of the configured model, batch by batch, with
+    /// what ranking reads of each.
+    async fn read_codes(&self) -> Result<Codes, StoreError> {
+        use futures::TryStreamExt;
+        let mut columns = vec!["id", "namespace", "vector"];
+        columns.extend(HELD_COLUMNS);
+        let query = self
+            .memories
+            .query()
+            .filtered(&current().and(col("embed_model").eq(&self.embed_model)))
+            .select(Select::columns(&columns))
+            .with_row_id();
+        let mut codes = Codes::new(self.dim);
+        // Grown by doubling, the codes of 100k memories took 74 MB instead of 46.
+        codes.reserve(self.counts.get().total as usize);
+        let mut batches = query.execute().await?;
+        while let Some(batch) = batches.try_next().await? {
+            let row_ids = batch
+                .column_by_name("_rowid")
+                .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
+                .ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
+            for (i, record) in from_batch(&batch).iter().enumerate() {
+                codes.push(record, Some(row_ids.value(i)), &record.entities);
+            }
+        }
+        codes.shrink_to_fit();
+        Ok(codes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(i: usize) -> Vec<f32> {
+        let mut v = vec![0.1; 4];
+        v[i] = 1.0;
+        v
+    }
+
+    fn row(id: &str, i: usize) -> MemoryRecord {
+        let mut r = crate::store::schema::tests::record(id, "text", 4);
+        r.vector = unit(i);
+        r
+    }
+
+    async fn nearest_ids(store: &Store, i: usize, namespace: Option<&str>) -> Vec<String> {
+        let found = store.nearest_held(&unit(i), namespace, 10).await.unwrap();
+        found.unwrap().into_iter().map(|s| s.record.id).collect()
+    }
+
+    #[tokio::test]
+    async fn a_search_finds_what_was_written_and_never_what_was_forgotten_or_replaced() {
+        use crate::store::{col, WriteOp};
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::test_store(dir.path()).await;
+        // Until the codes are read, the ANN index answers.
+        assert!(store
+            .nearest_held(&unit(0), None, 5)
+            .await
+            .unwrap()
+            .is_none());
+        let first = vec![row("a", 0), row("b", 1), row("c", 2)];
+        let writer = store.writer();
+        writer.submit(WriteOp::Insert(first.clone())).await.unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let found = store
+            .nearest_held(&unit(0), Some("default"), 2)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found[0].record.id, "a");
+        assert!(
+            found[0].raw.abs() < 0.01,
+            "the codes' distance: {}",
+            found[0].raw
+        );
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            (found[0].record.lineage.as_str(), found[0].record.salience),
+            ("a", 5.0),
+            "ranked from the values held"
+        );
+        // A bulk change of a ranking column: the candidates' rows are read (at the exact
+        // distance) until the codes are read again.
+        let decay = WriteOp::Update {
+            predicate: col("id").eq("a"),
+            columns: vec![("strength", crate::store::Expr::Float(0.5))],
+        };
+        writer.submit(decay).await.unwrap();
+        let found = store
+            .nearest_held(&unit(0), None, 1)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            found[0].raw.abs() < 1e-6,
+            "the exact distance: {}",
+            found[0].raw
+        );
+        assert_eq!(found[0].record.strength, 0.5);
+        assert!(store.nearest.held(&["a"]).is_none());
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let held = store.nearest.held(&["a", "nobody"]).unwrap();
+        assert_eq!(held[0].as_ref().map(|r| r.strength), Some(0.5));
+        assert!(held[1].is_none());
+        assert!(nearest_ids(&store, 0, Some("elsewhere")).await.is_empty());
+
+        // Written after the read: found at once, by id.
+        writer
+            .submit(WriteOp::Insert(vec![row("d", 3)]))
+            .await
+            .unwrap();
+        assert_eq!(nearest_ids(&store, 3, None).await[0], "d");
+        // A new version replaces the old in the answers.
+        let mut old = first[2].clone();
+        old.valid_to = Some(5);
+        let mut new = row("c2", 2);
+        new.lineage = "c".into();
+        let (old, new) = (Box::new(old), Box::new(new));
+        writer
+            .submit(WriteOp::Supersede { old, new })
+            .await
+            .unwrap();
+        let ids = nearest_ids(&store, 2, None).await;
+        assert_eq!(ids[0], "c2");
+        assert!(!ids.contains(&"c".to_string()), "{ids:?}");
+        // Rows moved by a compaction are read by id until the codes are read again.
+        store.compact(&store.memories).await.unwrap();
+        let mut ids = nearest_ids(&store, 1, None).await;
+        assert_eq!(ids[0], "b");
+        ids.sort();
+        assert_eq!(ids, ["a", "b", "c2", "d"]);
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        assert!(store.nearest.placed());
+        assert_eq!(nearest_ids(&store, 3, None).await[0], "d");
+        // A forget drops the codes (the ANN index serves) until they are read again.
+        let forget = WriteOp::Delete(col("id").eq("a"));
+        writer.submit(forget).await.unwrap();
+        assert!(store
+            .nearest_held(&unit(0), None, 5)
+            .await
+            .unwrap()
+            .is_none());
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert!(!nearest_ids(&store, 0, None)
+            .await
+            .contains(&"a".to_string()));
+    }
+
+    #[tokio::test]
+    async fn past_the_row_limit_no_codes_are_held() {
+        use crate::store::WriteOp;
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::StoreConfig {
+            vectors_in_memory_max_rows: 2,
+            ..Default::default()
+        };
+        let store = Store::open(dir.path(), 4, "test", &config, &Default::default())
+            .await
+            .unwrap();
+        let writer = store.writer();
+        writer
+            .submit(WriteOp::Insert(vec![row("a", 0)]))
+            .await
+            .unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(1));
+        writer
+            .submit(WriteOp::Insert(vec![row("b", 1), row("c", 2)]))
+            .await
+            .unwrap();
+        assert!(store
+            .nearest_held(&unit(0), None, 5)
+            .await
+            .unwrap()
+            .is_none());
+        assert_eq!(store.refresh_nearest().await.unwrap(), None);
+    }
+
+    #[test]
+    fn rows_written_while_the_codes_are_read_join_them_and_an_invalidation_voids_them() {
+        let nearest = Nearest::new(10);
+        let invalidations = nearest.invalidated.load(Ordering::Acquire);
+        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
+        nearest.reading.store(true, Ordering::Release);
+        nearest.written(&[row("late", 1)], "test", &|e| e.to_string());
+        let (rows, _, first) = nearest
+            .replace(Codes::new(4), 7, invalidations, ranking_changes)
+            .unwrap();
+        assert_eq!((rows, first), (1, true));
+        assert!(!nearest.placed(), "the late row waits for its row id");
+        let Some(Proposed::Ranked(found)) = nearest.nearest(&unit(1), None, 1) else {
+            panic!("the late row is held with its ranking columns");
+        };
+        assert_eq!(found[0].record.id, "late");
+
+        // Held columns changed in bulk while the codes were read: their values are not used.
+        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
+        nearest.reading.store(true, Ordering::Release);
+        nearest.ranking_changed();
+        let invalidations = nearest.invalidated.load(Ordering::Acquire);
+        nearest.replace(Codes::new(4), 8, invalidations, ranking_changes);
+        assert!(!nearest.holds_ranking());
+
+        let invalidations = nearest.invalidated.load(Ordering::Acquire);
+        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
+        nearest.reading.store(true, Ordering::Release);
+        nearest.invalidate();
+        assert!(nearest
+            .replace(Codes::new(4), 8, invalidations, ranking_changes)
+            .is_none());
+        assert_eq!(
+            nearest.rows(),
+            None,
+            "codes read across a forget are not held"
+        );
+    }
+}
