@@ -257,7 +257,11 @@ fn rest_bytes(dim: usize) -> usize {
 /// Component `j`'s remainder, in code steps.
 fn rest_of(rests: &[u8], j: usize) -> f32 {
     let byte = rests[j / 2];
-    let half = if j.is_multiple_of(2) { byte & 0xf } else { byte >> 4 };
+    let half = if j.is_multiple_of(2) {
+        byte & 0xf
+    } else {
+        byte >> 4
+    };
     f32::from(half as i8 - 8) / 15.0
 }
 
