@@ -409,11 +409,7 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             let rows: Vec<MemoryRecord> = flatten(ops);
             let result = append(memories, &rows).await;
             if result.is_ok() {
-                memories
-                    .nearest
-                    .written(&rows, &memories.embed_model, &|e| {
-                        memories.sealing.entity_key(e)
-                    });
+                hold(memories, &rows);
                 memories.counts.added(&rows);
                 ensure_text_index(memories).await;
                 let unfolded = memories.unfolded.fetch_add(rows.len(), Ordering::Relaxed);
@@ -431,11 +427,7 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             let rows: Vec<MemoryRecord> = flatten(ops);
             let result = upsert(memories, &rows).await;
             if result.is_ok() {
-                memories
-                    .nearest
-                    .written(&rows, &memories.embed_model, &|e| {
-                        memories.sealing.entity_key(e)
-                    });
+                hold(memories, &rows);
                 recount(memories).await;
             }
             result
@@ -488,6 +480,15 @@ impl WriteOp {
             _ => false,
         }
     }
+}
+
+/// Rows just committed join the codes held in memory, or leave them when closed (with their
+/// entities as stored, so they match what a read of the table returns).
+fn hold(memories: &Memories, rows: &[MemoryRecord]) {
+    let stored = |e: &str| memories.sealing.entity_key(e);
+    memories
+        .nearest
+        .written(rows, &memories.embed_model, &stored);
 }
 
 /// Counts the current memories again (after a delete or a bulk close, which say only how
@@ -682,11 +683,7 @@ async fn supersede(
     }
     let rows = [old, new];
     upsert(memories, &rows).await?;
-    memories
-        .nearest
-        .written(&rows, &memories.embed_model, &|e| {
-            memories.sealing.entity_key(e)
-        });
+    hold(memories, &rows);
     memories.counts.superseded(&rows[0], &rows[1]);
     Ok(2)
 }
