@@ -633,6 +633,16 @@ pub(super) mod tests {
         assert_eq!(moved.len(), 1);
         assert_eq!(moved[&rows[3].id].content, rows[3].content);
         assert_eq!(moved[&rows[3].id].namespace, rows[3].namespace);
+
+        // Row ids out of order, all in fragments the compaction removed (one row each, so
+        // fragments 5 and 3 held rows 5 and 3): Lance's take panicked on these.
+        let wanted = vec![
+            (rows[5].id.clone(), Some(5 << 32)),
+            (rows[3].id.clone(), Some(3 << 32)),
+        ];
+        let moved = store.complete(&wanted).await.unwrap();
+        assert_eq!(moved.len(), 2, "{:?}", moved.keys());
+        assert_eq!(moved[&rows[5].id].content, rows[5].content);
     }
 
     /// A store of `n` memories, one commit, indexed.

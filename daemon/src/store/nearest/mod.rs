@@ -341,7 +341,8 @@ impl Store {
         let row_ids: Vec<u64> = near.iter().filter_map(|n| n.row_id).collect();
         if !row_ids.is_empty() {
             match self.take_rows(&row_ids, columns).await {
-                Ok(batch) => found.extend(scored(&self.sealing, &[batch], None)?),
+                Ok(Some(batch)) => found.extend(scored(&self.sealing, &[batch], None)?),
+                Ok(None) => {}
                 Err(e) => tracing::debug!("taking candidates by row id failed; reading by id: {e}"),
             }
         }
