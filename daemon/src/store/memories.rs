@@ -1,11 +1,13 @@
 //! Reads of the `memories` table: by id, pages, lineages, and the two retrievers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use lancedb::arrow::arrow_array::RecordBatch;
 use lancedb::query::ColumnOrdering;
 use lancedb::query::{QueryBase, Select};
 
+use super::filter::current;
+use super::nearest::Near;
 use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
 use super::seal::Sealing;
 use super::sql::{col, read, Filtered, Pred};
@@ -67,30 +69,72 @@ impl Store {
         &self,
         candidates: &[(String, Option<u64>)],
     ) -> Result<HashMap<String, MemoryRecord>, StoreError> {
-        let row_ids: Vec<u64> = candidates.iter().filter_map(|(_, r)| *r).collect();
-        let mut found = HashMap::with_capacity(candidates.len());
+        let near: Vec<Near> = candidates
+            .iter()
+            .map(|(id, row_id)| Near {
+                id: id.clone(),
+                row_id: *row_id,
+            })
+            .collect();
+        let columns = columns_without_vector(&self.schema);
+        let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let rows = self.take(&near, &columns, false).await?;
+        Ok(rows
+            .into_iter()
+            .map(|s| (s.record.id.clone(), s.record))
+            .collect())
+    }
+
+    /// `columns` of the rows of `near` (that are still current, when `current_only`): taken
+    /// at their row ids, and read by id where a row moved since (a compaction or an update
+    /// in between).
+    pub(super) async fn take(
+        &self,
+        near: &[Near],
+        columns: &[&str],
+        current_only: bool,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let mut found: Vec<Scored> = Vec::with_capacity(near.len());
+        let row_ids: Vec<u64> = near.iter().filter_map(|n| n.row_id).collect();
         if !row_ids.is_empty() {
-            match self
-                .take_rows(&row_ids, &columns_without_vector(&self.schema))
-                .await
-            {
-                Ok(Some(batch)) => found.extend(
-                    self.rows(std::slice::from_ref(&batch))?
-                        .into_iter()
-                        .map(|r| (r.id.clone(), r)),
-                ),
+            match self.take_rows(&row_ids, columns).await {
+                Ok(Some(batch)) => found.extend(scored(&self.sealing, &[batch], None)?),
                 Ok(None) => {}
-                Err(e) => tracing::debug!("taking rows by row id failed; reading by id: {e}"),
+                Err(e) => tracing::debug!("taking candidates by row id failed; reading by id: {e}"),
             }
         }
-        let missing: Vec<String> = candidates
+        // A row id that now holds another row (after a compaction) finds nothing it wanted;
+        // a row holding a wanted id is that memory's one row.
+        let wanted: HashMap<&str, &Near> = near.iter().map(|n| (n.id.as_str(), n)).collect();
+        found.retain_mut(|s| match wanted.get(s.record.id.as_str()) {
+            Some(n) => {
+                s.row_id = n.row_id;
+                true
+            }
+            None => false,
+        });
+        let have: HashSet<String> = found.iter().map(|s| s.record.id.clone()).collect();
+        let missing: Vec<String> = near
             .iter()
-            .filter(|(id, _)| !found.contains_key(id))
-            .map(|(id, _)| id.clone())
+            .filter(|n| !have.contains(&n.id))
+            .map(|n| n.id.clone())
             .collect();
         if !missing.is_empty() {
-            let rows = self.plain_rows(&col("id").one_of(&missing), None).await?;
-            found.extend(rows.into_iter().map(|r| (r.id.clone(), r)));
+            let by_id = col("id").one_of(&missing);
+            let query = self
+                .memories
+                .query()
+                .filtered(&if current_only {
+                    current().and(by_id)
+                } else {
+                    by_id
+                })
+                .select(Select::columns(columns))
+                .with_row_id();
+            found.extend(scored(&self.sealing, &read(&query).await?, None)?);
+        }
+        if current_only {
+            found.retain(|s| s.record.valid_to.is_none());
         }
         Ok(found)
     }

@@ -16,7 +16,7 @@
 
 mod codes;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 
@@ -28,9 +28,9 @@ pub use codes::Near;
 
 use super::filter::current;
 use super::held::HELD_COLUMNS;
-use super::memories::{scored, Scored, RANKING_COLUMNS};
+use super::memories::{Scored, RANKING_COLUMNS};
 use super::schema::from_batch;
-use super::sql::{col, read, Filtered};
+use super::sql::{col, Filtered};
 use super::{MemoryRecord, Store, StoreError};
 
 /// The codes and when they were read. Off (never read) when `max_rows` is 0 or the store
@@ -326,60 +326,6 @@ impl Store {
                 Some(Scored { record, ..hit })
             })
             .collect())
-    }
-
-    /// `columns` of the rows of `near` (that are still current, when `current_only`): taken
-    /// at their row ids, and read by id where a row moved since (a compaction or an update
-    /// in between).
-    async fn take(
-        &self,
-        near: &[Near],
-        columns: &[&str],
-        current_only: bool,
-    ) -> Result<Vec<Scored>, StoreError> {
-        let mut found: Vec<Scored> = Vec::with_capacity(near.len());
-        let row_ids: Vec<u64> = near.iter().filter_map(|n| n.row_id).collect();
-        if !row_ids.is_empty() {
-            match self.take_rows(&row_ids, columns).await {
-                Ok(Some(batch)) => found.extend(scored(&self.sealing, &[batch], None)?),
-                Ok(None) => {}
-                Err(e) => tracing::debug!("taking candidates by row id failed; reading by id: {e}"),
-            }
-        }
-        // A row id that now holds another row (after a compaction) finds nothing it wanted;
-        // a row holding a wanted id is that memory's one row.
-        let wanted: HashMap<&str, &Near> = near.iter().map(|n| (n.id.as_str(), n)).collect();
-        found.retain_mut(|s| match wanted.get(s.record.id.as_str()) {
-            Some(n) => {
-                s.row_id = n.row_id;
-                true
-            }
-            None => false,
-        });
-        let have: HashSet<String> = found.iter().map(|s| s.record.id.clone()).collect();
-        let missing: Vec<String> = near
-            .iter()
-            .filter(|n| !have.contains(&n.id))
-            .map(|n| n.id.clone())
-            .collect();
-        if !missing.is_empty() {
-            let by_id = col("id").one_of(&missing);
-            let query = self
-                .memories
-                .query()
-                .filtered(&if current_only {
-                    current().and(by_id)
-                } else {
-                    by_id
-                })
-                .select(Select::columns(columns))
-                .with_row_id();
-            found.extend(scored(&self.sealing, &read(&query).await?, None)?);
-        }
-        if current_only {
-            found.retain(|s| s.record.valid_to.is_none());
-        }
-        Ok(found)
     }
 
     /// Reads the codes again if the memories changed since they were read (or were never
