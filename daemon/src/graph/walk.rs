@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mnemo_protocol::graph::{EdgeType, Node};
 
 use crate::store::edges::{EdgeFilter, EdgeRecord};
-use crate::store::{Store, StoreError};
+use crate::store::{Steps, Store, StoreError};
 
 /// Most nodes a path search gathers before it gives up (a name every memory mentions
 /// connects everything within two steps).
@@ -133,16 +133,32 @@ impl Graph {
         if seeds.is_empty() || hops == 0 || types.is_empty() {
             return Ok(HashMap::new());
         }
-        let starts: Vec<Node> = seeds.iter().map(|(id, _)| Node::memory(id)).collect();
+        // A conversation has two neighbours a step; similar memories a few more.
+        let limit = seeds.len() * (SPREAD_FAN_OUT * hops + 1) + 1;
+        let lineages: Vec<String> = seeds.iter().map(|(id, _)| id.clone()).collect();
+        let steps = Steps {
+            types,
+            min_weight,
+            depth: hops,
+            limit,
+        };
+        if let Some(edges) = self.store.held_edges_near(&lineages, &steps) {
+            return Ok(spread(seeds, &edges, hops, decay));
+        }
+        tracing::debug!("spread: the edges are not held in memory; walking them in Lance");
+        let starts: Vec<Node> = lineages.into_iter().map(Node::memory).collect();
         let filter = EdgeFilter {
             namespace: None,
             types,
             min_weight,
         };
-        // A conversation has two neighbours a step; similar memories a few more.
-        let limit = seeds.len() * (SPREAD_FAN_OUT * hops + 1) + 1;
         let reached = self.reach(&starts, &filter, hops, limit).await?;
-        Ok(spread(seeds, &reached.edges, hops, decay))
+        let edges: Vec<(String, String, f32)> = reached
+            .edges
+            .into_iter()
+            .map(|e| (e.src_id, e.dst_id, e.weight))
+            .collect();
+        Ok(spread(seeds, &edges, hops, decay))
     }
 }
 
@@ -200,20 +216,14 @@ fn cheapest_path(
 /// each other too. Edges are walked both ways.
 pub fn spread(
     seeds: &[(String, f32)],
-    edges: &[EdgeRecord],
+    edges: &[(String, String, f32)],
     hops: usize,
     decay: f32,
 ) -> HashMap<String, Spread> {
     let mut next_to: HashMap<&str, Vec<(&str, f32)>> = HashMap::new();
-    for e in edges {
-        next_to
-            .entry(&e.src_id)
-            .or_default()
-            .push((&e.dst_id, e.weight));
-        next_to
-            .entry(&e.dst_id)
-            .or_default()
-            .push((&e.src_id, e.weight));
+    for (src, dst, weight) in edges {
+        next_to.entry(src).or_default().push((dst, *weight));
+        next_to.entry(dst).or_default().push((src, *weight));
     }
     let mut out: HashMap<String, Spread> = HashMap::new();
     for (seed, score) in seeds {
@@ -280,12 +290,15 @@ mod tests {
     #[test]
     fn spread_fades_with_steps_and_weights_and_keeps_the_best_seed() {
         // a - b - c - d, and e - f weakly.
-        let edges = [
+        let edges: Vec<(String, String, f32)> = [
             seq("a", "b", 1.0),
             seq("b", "c", 1.0),
             seq("c", "d", 1.0),
             seq("e", "f", 0.5),
-        ];
+        ]
+        .into_iter()
+        .map(|e| (e.src_id, e.dst_id, e.weight))
+        .collect();
         let seeds = [
             ("a".to_string(), 0.8),
             ("d".to_string(), 0.4),

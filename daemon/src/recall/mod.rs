@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::graph::{entity_match, EntityBook, Gazetteer, Graph};
 use crate::knowledge::Knowledge;
 use crate::store::filter::predicate;
-use crate::store::{col, Pred, Store};
+use crate::store::{Pred, Store};
 use crate::understand::dates;
 use crate::usermodel::UserModel;
 
@@ -128,6 +128,14 @@ impl Recall {
         let predicate = predicate(&p.filter).map_err(|e| Error::invalid(e.to_string()))?;
         let pool = candidate_pool(k, self.config.candidate_factor);
         let store = &self.store;
+        // The values held in memory answer for current memories by namespace; other
+        // filters and the past go through Lance.
+        let plain_filter = Filter {
+            namespace: None,
+            ..p.filter.clone()
+        }
+        .is_empty();
+        let held_namespace = plain_filter.then_some(p.filter.namespace.as_deref());
 
         // Vectors of the configured model only (rows waiting to be re-embedded are found by
         // their words meanwhile).
@@ -137,14 +145,7 @@ impl Recall {
             }
             let vector = self.query_vector(&p.query).await?;
             let embedded = started.elapsed();
-            // The codes held in memory answer a search of current memories by namespace;
-            // other filters, the past and exact search go through Lance.
-            let plain = Filter {
-                namespace: None,
-                ..p.filter.clone()
-            }
-            .is_empty();
-            let held = if plain && !p.exact {
+            let held = if plain_filter && !p.exact {
                 let namespace = p.filter.namespace.as_deref();
                 store.nearest_held(&vector, namespace, pool).await?
             } else {
@@ -232,8 +233,10 @@ impl Recall {
         let mut rows = HashMap::new();
         if self.config.graph_weight > 0.0 && !ranked.is_empty() {
             let first = wanted(&ranked);
-            let (spread, first_rows) =
-                tokio::join!(self.spread(ranked, &predicate), store.complete(&first));
+            let (spread, first_rows) = tokio::join!(
+                self.spread(ranked, &predicate, held_namespace),
+                store.complete(&first)
+            );
             let mut candidates = spread?;
             rows = first_rows?;
             candidates
@@ -322,11 +325,13 @@ impl Recall {
     }
 
     /// The candidates with what each draws from the best few beside it (`graph::spread`);
-    /// memories reached that no retriever found join them, if the search's filter admits them.
+    /// memories reached that no retriever found join them, if the search's filter admits them
+    /// (with a plain filter, `held_namespace`, ranked from the values held in memory).
     async fn spread(
         &self,
         ranked: Vec<(Candidate, mnemo_protocol::memory::ScoreExplain)>,
         predicate: &Pred,
+        held_namespace: Option<Option<&str>>,
     ) -> Result<Vec<Candidate>> {
         let best = &ranked[..ranked.len().min(self.config.graph_seeds)];
         let seeds: Vec<(String, f32)> = best
@@ -360,7 +365,7 @@ impl Recall {
             let lineages: Vec<String> = spread.keys().cloned().collect();
             let reached = self
                 .store
-                .ranking_rows(&predicate.clone().and(col("lineage").one_of(&lineages)))
+                .current_of_lineages(&lineages, held_namespace, predicate)
                 .await?;
             for row in reached {
                 let Some(s) = spread.get(&row.record.lineage) else {

@@ -111,6 +111,11 @@ impl Held {
         self.rows[i] = fields;
     }
 
+    /// Row `i`'s lineage, when it is not its id (a later version).
+    pub fn lineage(&self, i: usize) -> Option<&str> {
+        self.rows[i].lineage.as_deref()
+    }
+
     /// Row `i` as ranking reads it: these columns, its id and namespace, current.
     pub fn record(&self, i: usize, id: &str, namespace: &str) -> MemoryRecord {
         let f = &self.rows[i];

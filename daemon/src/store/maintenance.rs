@@ -438,6 +438,9 @@ pub async fn run(
                 if let Err(e) = store.refresh_nearest().await {
                     tracing::warn!("reading the vectors held in memory failed (retried next pass): {e}");
                 }
+                if let Err(e) = store.refresh_held_edges().await {
+                    tracing::warn!("reading the edges held in memory failed (retried next pass): {e}");
+                }
                 // Status shows the indexes as they are after this pass (each step above read
                 // them before it acted).
                 if changed {

@@ -7,8 +7,9 @@ use lancedb::query::ColumnOrdering;
 use lancedb::query::{QueryBase, Select};
 
 use super::filter::current;
-use super::nearest::Near;
-use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
+use super::schema::{
+    answered_columns, columns_without_vector, float_column, from_batch, MemoryRecord,
+};
 use super::seal::Sealing;
 use super::sql::{col, read, Filtered, Pred};
 use super::{Store, StoreError};
@@ -39,6 +40,13 @@ pub const RANKING_COLUMNS: &[&str] = &[
     "event_end",
 ];
 
+/// A row to take: the memory's id, and its row id when one is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Near {
+    pub id: String,
+    pub row_id: Option<u64>,
+}
+
 impl Store {
     fn plain_columns(&self) -> Select {
         Select::columns(&columns_without_vector(&self.schema))
@@ -63,8 +71,9 @@ impl Store {
         scored(&self.sealing, &batches, None)
     }
 
-    /// The whole rows (without vectors) of retrieved candidates, by id: taken at their row
-    /// ids, and read by id where a row moved since (a compaction or an update in between).
+    /// The rows retrieved candidates are answered with ([`answered_columns`]), by id: taken
+    /// at their row ids, and read by id where a row moved since (a compaction or an update in
+    /// between).
     pub async fn complete(
         &self,
         candidates: &[(String, Option<u64>)],
@@ -76,7 +85,7 @@ impl Store {
                 row_id: *row_id,
             })
             .collect();
-        let columns = columns_without_vector(&self.schema);
+        let columns = answered_columns(&self.schema);
         let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
         let rows = self.take(&near, &columns, false).await?;
         Ok(rows
@@ -346,20 +355,18 @@ impl Store {
     }
 
     /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
-    /// full-text index.
-    pub async fn text_search(
+    /// full-text index: the hits' ranking columns, or with `ids_only` their ids and scores.
+    pub(super) async fn full_text(
         &self,
         text: &str,
         predicate: &Pred,
         limit: usize,
+        ids_only: bool,
     ) -> Result<Vec<Scored>, StoreError> {
         let Some(terms) = self.sealing.text_query(text) else {
             return Ok(Vec::new());
         };
-        // With the ranking columns held in memory the index is asked for ids alone: each
-        // column read costs a read per fragment its rows lie in.
-        let held = self.nearest.holds_ranking();
-        let columns = if held {
+        let columns = if ids_only {
             Select::columns(&["id", "_score"])
         } else {
             Self::ranking_with("_score")
@@ -373,11 +380,7 @@ impl Store {
             .with_row_id()
             .limit(limit);
         let batches = read(&query).await?;
-        let hits = scored(&self.sealing, &batches, Some("_score"))?;
-        if held {
-            return self.ranked_from_held(hits).await;
-        }
-        Ok(hits)
+        scored(&self.sealing, &batches, Some("_score"))
     }
 }
 

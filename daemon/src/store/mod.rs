@@ -9,6 +9,8 @@ mod encryption;
 pub mod entities;
 pub mod filter;
 mod held;
+mod held_edges;
+pub use held_edges::Steps;
 pub mod keyed;
 pub mod keystore;
 pub mod maintenance;
@@ -132,6 +134,8 @@ pub struct Store {
     embed_model: String,
     /// The current memories' vectors, held in memory for the vector leg of a search.
     nearest: Arc<nearest::Nearest>,
+    /// The edges between memories, held for the spread a search walks.
+    held_edges: Arc<held_edges::HeldEdges>,
     config: StoreConfig,
     /// Set by the writer once the full-text index exists; it is never dropped while running.
     fts_ready: Arc<AtomicBool>,
@@ -234,6 +238,10 @@ impl Store {
         let fold_due = Arc::new(tokio::sync::Notify::new());
         let seal_progress = Arc::new(seal::SealProgress::default());
         let nearest = Arc::new(nearest::Nearest::new(config.vectors_in_memory_max_rows));
+        // A conversation links each memory to the next; similar and updated ones add a few.
+        let held_edges = Arc::new(held_edges::HeldEdges::new(
+            config.vectors_in_memory_max_rows.saturating_mul(4),
+        ));
         let (writer, task) = writer::start(
             writer::Memories {
                 table: memories.clone(),
@@ -246,6 +254,7 @@ impl Store {
                 sealing: sealing.clone(),
                 seal_progress: seal_progress.clone(),
                 nearest: nearest.clone(),
+                held_edges: held_edges.clone(),
                 embed_model: embed_model.to_string(),
             },
             writer::WriterSettings {
@@ -273,6 +282,7 @@ impl Store {
             dim,
             embed_model: embed_model.to_string(),
             nearest,
+            held_edges,
             config: config.clone(),
             fts_ready,
             ann_training,

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::counts::Counts;
+use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows};
 use super::held::HELD_COLUMNS;
 use super::schema::{from_batch, to_batch, MemoryRecord};
@@ -266,6 +267,8 @@ pub(super) struct Memories {
     pub seal_progress: Arc<SealProgress>,
     /// New memories join the codes searches scan (`nearest`) as they commit.
     pub nearest: Arc<super::nearest::Nearest>,
+    /// Edges between memories join those held for the search's spread as they commit.
+    pub held_edges: Arc<super::held_edges::HeldEdges>,
     pub embed_model: String,
 }
 
@@ -403,7 +406,11 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     _ => None,
                 })
                 .collect();
-            append_batches(&other, batches).await
+            let result = append_batches(&other, batches.clone()).await;
+            if result.is_ok() {
+                edges_written(memories, &other, &batches);
+            }
+            result
         }
         Some(WriteOp::Insert(_)) => {
             let rows: Vec<MemoryRecord> = flatten(ops);
@@ -438,7 +445,21 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                 let changes_counts = op.changes_counts();
                 let changes_vectors = changes_counts || op.patches("vector");
                 let changes_ranking = HELD_COLUMNS.iter().any(|c| op.patches(c));
+                let merged_edges = match &op {
+                    WriteOp::Merge { table, batch, .. } => Some((table.clone(), batch.clone())),
+                    _ => None,
+                };
+                let deletes_edges =
+                    matches!(&op, WriteOp::DeleteWhere { table, .. } if table.name() == EDGES);
                 let result = commit_single(memories, op).await;
+                if deletes_edges {
+                    // Which were deleted is Lance's to say: searches walk it until the edges
+                    // are read again.
+                    memories.held_edges.invalidate();
+                }
+                if let (Ok(_), Some((table, batch))) = (&result, merged_edges) {
+                    edges_written(memories, &table, &[batch]);
+                }
                 if result.is_ok() && changes_counts {
                     recount(memories).await;
                 }
@@ -489,6 +510,15 @@ fn hold(memories: &Memories, rows: &[MemoryRecord]) {
     memories
         .nearest
         .written(rows, &memories.embed_model, &stored);
+}
+
+/// Edges just appended to or merged into `table` join those held, if it is the edges table.
+fn edges_written(memories: &Memories, table: &Table, batches: &[RecordBatch]) {
+    if table.name() == EDGES {
+        for batch in batches {
+            memories.held_edges.written(&EdgeRecord::from_batch(batch));
+        }
+    }
 }
 
 /// Counts the current memories again (after a delete or a bulk close, which say only how

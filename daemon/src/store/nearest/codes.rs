@@ -3,15 +3,8 @@
 //! over them.
 
 use super::super::held::Held;
-use super::super::memories::Scored;
+use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
-
-/// One candidate the codes propose: the memory's id and its row id when the codes were read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Near {
-    pub id: String,
-    pub row_id: Option<u64>,
-}
 
 /// A row no longer held (closed by a new version): skipped by every scan.
 const RETIRED: u32 = u32::MAX;
@@ -37,6 +30,9 @@ pub(super) struct Codes {
     /// Each row's index by a hash of its id. A row whose id hashes like a held one's is not
     /// held (the odds are ~1e-9 at 250k rows), so a lookup by id never finds the wrong row.
     by_id: std::collections::HashMap<u64, u32>,
+    /// Each later version's index by a hash of its lineage (a first version's lineage is its
+    /// id). Where two lineages hash alike one is not found, and is read from Lance.
+    by_lineage: std::collections::HashMap<u64, u32>,
     retired: usize,
     held: Held,
     /// Whether `held` is exact: no write changed a held column since (other than by rows).
@@ -91,6 +87,18 @@ impl Codes {
         (*self.ids[i] == *id && self.space_of[i] != RETIRED).then_some(i)
     }
 
+    /// The index of the row held for the current version of `lineage`.
+    pub(super) fn index_of_lineage(&self, lineage: &str) -> Option<usize> {
+        if let Some(&i) = self.by_lineage.get(&id_hash(lineage)) {
+            let i = i as usize;
+            if self.space_of[i] != RETIRED && self.held.lineage(i) == Some(lineage) {
+                return Some(i);
+            }
+        }
+        let i = self.index_of(lineage)?;
+        self.held.lineage(i).is_none().then_some(i)
+    }
+
     /// Holds `record` (current, of the configured model) at `row_id`; `entities` are its
     /// entities as stored. A row already held under its id is replaced in place.
     pub(super) fn push(&mut self, record: &MemoryRecord, row_id: Option<u64>, entities: &[String]) {
@@ -111,6 +119,10 @@ impl Codes {
         let hash = id_hash(&record.id);
         if self.by_id.contains_key(&hash) {
             return;
+        }
+        if record.lineage != record.id {
+            let index = self.ids.len() as u32;
+            self.by_lineage.insert(id_hash(&record.lineage), index);
         }
         self.by_id.insert(hash, self.ids.len() as u32);
         let scale = quantize(&record.vector, &mut self.codes, Some(&mut self.rests));
@@ -137,6 +149,12 @@ impl Codes {
         if let Some(i) = self.index_of(id) {
             self.space_of[i] = RETIRED;
             self.by_id.remove(&id_hash(id));
+            if let Some(lineage) = self.held.lineage(i) {
+                let hash = id_hash(lineage);
+                if self.by_lineage.get(&hash) == Some(&(i as u32)) {
+                    self.by_lineage.remove(&hash);
+                }
+            }
             self.retired += 1;
         }
     }
@@ -219,7 +237,13 @@ impl Codes {
             .iter()
             .map(|id| size_of::<Box<str>>() + id.len())
             .sum();
-        self.codes.len() + self.rests.len() + self.ids.len() * per_row + ids + self.held.bytes()
+        let later_versions = self.by_lineage.len() * 16;
+        self.codes.len()
+            + self.rests.len()
+            + self.ids.len() * per_row
+            + ids
+            + later_versions
+            + self.held.bytes()
     }
 }
 

@@ -24,13 +24,12 @@ use lancedb::arrow::arrow_array::UInt64Array;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 
 use codes::Codes;
-pub use codes::Near;
 
 use super::filter::current;
 use super::held::HELD_COLUMNS;
-use super::memories::{Scored, RANKING_COLUMNS};
+use super::memories::{Near, Scored, RANKING_COLUMNS};
 use super::schema::from_batch;
-use super::sql::{col, Filtered};
+use super::sql::{col, Filtered, Pred};
 use super::{MemoryRecord, Store, StoreError};
 
 /// The codes and when they were read. Off (never read) when `max_rows` is 0 or the store
@@ -110,6 +109,19 @@ impl Nearest {
                     let i = codes.index_of(id)?;
                     Some(codes.scored(i as u32, 0.0).record)
                 })
+                .collect(),
+        )
+    }
+
+    /// The ranking columns of the current version of each of `lineages` held (None for one
+    /// not held), or None when no exact values are held.
+    pub fn held_lineages(&self, lineages: &[String]) -> Option<Vec<Option<Scored>>> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        let codes = codes.as_ref().filter(|c| c.fresh)?;
+        Some(
+            lineages
+                .iter()
+                .map(|l| Some(codes.scored(codes.index_of_lineage(l)? as u32, 0.0)))
                 .collect(),
         )
     }
@@ -292,13 +304,27 @@ impl Store {
         Ok(Some(found))
     }
 
+    /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
+    /// full-text index. With the ranking columns held in memory the index is asked for ids
+    /// alone: each column read costs a read per fragment its rows lie in.
+    pub async fn text_search(
+        &self,
+        text: &str,
+        predicate: &Pred,
+        limit: usize,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let held = self.nearest.holds_ranking();
+        let hits = self.full_text(text, predicate, limit, held).await?;
+        if held {
+            return self.ranked_from_held(hits).await;
+        }
+        Ok(hits)
+    }
+
     /// The text leg's hits (ids, scores and row ids) with what ranking reads of each: held in
     /// memory, or read for the rows not held (of another model, or past versions in a search
     /// of the past). A hit forgotten since it was found is dropped.
-    pub(super) async fn ranked_from_held(
-        &self,
-        hits: Vec<Scored>,
-    ) -> Result<Vec<Scored>, StoreError> {
+    async fn ranked_from_held(&self, hits: Vec<Scored>) -> Result<Vec<Scored>, StoreError> {
         let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
         let held = self
             .nearest
@@ -326,6 +352,37 @@ impl Store {
                 Some(Scored { record, ..hit })
             })
             .collect())
+    }
+
+    /// The ranking columns of the current versions of `lineages` that `predicate` admits
+    /// (memories the graph reached). With `plain` — the search's filter names at most a
+    /// namespace (Some(None) for all) — they come from the values held, and only lineages
+    /// not held are read.
+    pub async fn current_of_lineages(
+        &self,
+        lineages: &[String],
+        plain: Option<Option<&str>>,
+        predicate: &Pred,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let held = plain.and_then(|ns| Some((ns, self.nearest.held_lineages(lineages)?)));
+        let Some((namespace, held)) = held else {
+            let of_lineages = predicate.clone().and(col("lineage").one_of(lineages));
+            return self.ranking_rows(&of_lineages).await;
+        };
+        let mut found = Vec::with_capacity(lineages.len());
+        let mut unheld = Vec::new();
+        for (lineage, held) in lineages.iter().zip(held) {
+            match held {
+                Some(s) if namespace.is_none_or(|n| s.record.namespace == n) => found.push(s),
+                Some(_) => {}
+                None => unheld.push(lineage.clone()),
+            }
+        }
+        if !unheld.is_empty() {
+            let of_lineages = predicate.clone().and(col("lineage").one_of(&unheld));
+            found.extend(self.ranking_rows(&of_lineages).await?);
+        }
+        Ok(found)
     }
 
     /// Reads the codes again if the memories changed since they were read (or were never
@@ -505,6 +562,30 @@ mod tests {
         let ids = nearest_ids(&store, 2, None).await;
         assert_eq!(ids[0], "c2");
         assert!(!ids.contains(&"c".to_string()), "{ids:?}");
+        // Memories the graph reaches, by lineage: the current version, from the values held
+        // or (with another filter) from Lance alike; none of another namespace.
+        let lineages = ["a", "c", "gone"].map(String::from);
+        let current = crate::store::filter::current();
+        let of = |found: Vec<Scored>| {
+            let mut ids: Vec<String> = found.into_iter().map(|s| s.record.id).collect();
+            ids.sort();
+            ids
+        };
+        let held = store
+            .current_of_lineages(&lineages, Some(Some("default")), &current)
+            .await
+            .unwrap();
+        assert_eq!(of(held), ["a", "c2"]);
+        let read = store
+            .current_of_lineages(&lineages, None, &current)
+            .await
+            .unwrap();
+        assert_eq!(of(read), ["a", "c2"]);
+        let elsewhere = store
+            .current_of_lineages(&lineages, Some(Some("elsewhere")), &current)
+            .await
+            .unwrap();
+        assert!(elsewhere.is_empty());
         // Rows moved by a compaction are read by id until the codes are read again.
         store.compact(&store.memories).await.unwrap();
         let mut ids = nearest_ids(&store, 1, None).await;
