@@ -520,7 +520,10 @@ pub(super) mod tests {
     pub async fn assert_all_found(store: &Store, versions: &[MemoryRecord], stage: &str) {
         for r in versions {
             let token = r.content.split(' ').next_back().unwrap().to_string();
-            let hits = store.text_search(&token, &current(), 10).await.unwrap();
+            let hits = store
+                .text_search(&token, &current(), 10, true)
+                .await
+                .unwrap();
             let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
             assert_eq!(ids, vec![r.id.as_str()], "{stage}: {token}");
             let got = store.get(&r.id).await.unwrap().map(|g| g.content);
@@ -622,7 +625,10 @@ pub(super) mod tests {
         let rows: Vec<MemoryRecord> = (0..super::SMALL_MEMORY_FRAGMENTS).map(memory).collect();
         insert_each(&store, &rows).await;
         let token = rows[3].content.split(' ').next_back().unwrap().to_string();
-        let hits = store.text_search(&token, &current(), 10).await.unwrap();
+        let hits = store
+            .text_search(&token, &current(), 10, true)
+            .await
+            .unwrap();
         assert_eq!(hits.len(), 1);
         assert!(hits[0].record.content.is_empty(), "ranking columns only");
         let wanted = vec![(hits[0].record.id.clone(), hits[0].row_id)];

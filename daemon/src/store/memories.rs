@@ -40,6 +40,16 @@ pub const RANKING_COLUMNS: &[&str] = &[
     "event_end",
 ];
 
+/// What a full-text search reads of each hit beside its score and row id. Each string
+/// column read for the hits decodes a block of values per hit: the ids alone took a third of
+/// the query (~1 ms at 100k memories).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum TextColumns {
+    None,
+    Id,
+    Ranking,
+}
+
 /// A row to take: the memory's id, and its row id when one is known.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Near {
@@ -355,21 +365,21 @@ impl Store {
     }
 
     /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
-    /// full-text index: the hits' ranking columns, or with `ids_only` their ids and scores.
+    /// full-text index: each hit's score and row id, with `columns`.
     pub(super) async fn full_text(
         &self,
         text: &str,
         predicate: &Pred,
         limit: usize,
-        ids_only: bool,
+        columns: TextColumns,
     ) -> Result<Vec<Scored>, StoreError> {
         let Some(terms) = self.sealing.text_query(text) else {
             return Ok(Vec::new());
         };
-        let columns = if ids_only {
-            Select::columns(&["id", "_score"])
-        } else {
-            Self::ranking_with("_score")
+        let columns = match columns {
+            TextColumns::None => Select::columns(&["_score"]),
+            TextColumns::Id => Select::columns(&["id", "_score"]),
+            TextColumns::Ranking => Self::ranking_with("_score"),
         };
         let query = self
             .memories

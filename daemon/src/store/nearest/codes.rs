@@ -33,6 +33,10 @@ pub(super) struct Codes {
     /// Each later version's index by a hash of its lineage (a first version's lineage is its
     /// id). Where two lineages hash alike one is not found, and is read from Lance.
     by_lineage: std::collections::HashMap<u64, u32>,
+    /// Each row's index by its row id, for rows read with one. A row id is its fragment and
+    /// offset; fragments never change and their ids are never reused, so a row id found here
+    /// names the row held (a row moved since has a new row id, found nowhere here).
+    by_row: std::collections::HashMap<u64, u32>,
     retired: usize,
     held: Held,
     /// Whether `held` is exact: no write changed a held column since (other than by rows).
@@ -68,6 +72,7 @@ impl Codes {
         self.row_ids.reserve_exact(rows);
         self.space_of.reserve_exact(rows);
         self.by_id.reserve(rows);
+        self.by_row.reserve(rows);
         self.held.reserve(rows);
     }
 
@@ -99,6 +104,12 @@ impl Codes {
         self.held.lineage(i).is_none().then_some(i)
     }
 
+    /// The index of the row held at `row_id`.
+    pub(super) fn index_at(&self, row_id: u64) -> Option<usize> {
+        let i = *self.by_row.get(&row_id)? as usize;
+        (self.space_of[i] != RETIRED).then_some(i)
+    }
+
     /// Holds `record` (current, of the configured model) at `row_id`; `entities` are its
     /// entities as stored. A row already held under its id is replaced in place.
     pub(super) fn push(&mut self, record: &MemoryRecord, row_id: Option<u64>, entities: &[String]) {
@@ -111,6 +122,12 @@ impl Codes {
             self.codes[i * self.dim..(i + 1) * self.dim].copy_from_slice(&code);
             let r = rest_bytes(self.dim);
             self.rests[i * r..(i + 1) * r].copy_from_slice(&rest);
+            if let Some(old) = self.row_ids[i] {
+                self.by_row.remove(&old);
+            }
+            if let Some(row_id) = row_id {
+                self.by_row.insert(row_id, i as u32);
+            }
             self.row_ids[i] = row_id;
             self.space_of[i] = self.space(&record.namespace);
             self.held.set(i, record, entities);
@@ -125,6 +142,9 @@ impl Codes {
             self.by_lineage.insert(id_hash(&record.lineage), index);
         }
         self.by_id.insert(hash, self.ids.len() as u32);
+        if let Some(row_id) = row_id {
+            self.by_row.insert(row_id, self.ids.len() as u32);
+        }
         let scale = quantize(&record.vector, &mut self.codes, Some(&mut self.rests));
         self.scales.push(scale);
         self.ids.push(record.id.as_str().into());
@@ -149,6 +169,9 @@ impl Codes {
         if let Some(i) = self.index_of(id) {
             self.space_of[i] = RETIRED;
             self.by_id.remove(&id_hash(id));
+            if let Some(row_id) = self.row_ids[i] {
+                self.by_row.remove(&row_id);
+            }
             if let Some(lineage) = self.held.lineage(i) {
                 let hash = id_hash(lineage);
                 if self.by_lineage.get(&hash) == Some(&(i as u32)) {
@@ -237,12 +260,12 @@ impl Codes {
             .iter()
             .map(|id| size_of::<Box<str>>() + id.len())
             .sum();
-        let later_versions = self.by_lineage.len() * 16;
+        let lookups = (self.by_lineage.len() + self.by_row.len()) * 16;
         self.codes.len()
             + self.rests.len()
             + self.ids.len() * per_row
             + ids
-            + later_versions
+            + lookups
             + self.held.bytes()
     }
 }
