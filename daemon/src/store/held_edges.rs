@@ -261,8 +261,14 @@ impl Store {
             .edges
             .rows(&col("src_kind").eq(memory).and(col("dst_kind").eq(memory)))
             .await;
-        let edges = held.end_read(read.as_ref().ok().cloned(), invalidations);
-        read?;
+        let (read, failed) = match read {
+            Ok(rows) => (Some(rows), None),
+            Err(e) => (None, Some(e)),
+        };
+        let edges = held.end_read(read, invalidations);
+        if let Some(e) = failed {
+            return Err(e);
+        }
         if let Some(edges) = edges {
             tracing::debug!(
                 "edges between memories held: {edges}, read in {:.2} s",

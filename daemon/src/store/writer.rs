@@ -406,9 +406,12 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     _ => None,
                 })
                 .collect();
-            let result = append_batches(&other, batches.clone()).await;
+            let appended_edges = (other.name() == EDGES).then(|| batches.clone());
+            let result = append_batches(&other, batches).await;
             if result.is_ok() {
-                edges_written(memories, &other, &batches);
+                for batch in appended_edges.iter().flatten() {
+                    memories.held_edges.written(&EdgeRecord::from_batch(batch));
+                }
             }
             result
         }
@@ -445,20 +448,20 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                 let changes_counts = op.changes_counts();
                 let changes_vectors = changes_counts || op.patches("vector");
                 let changes_ranking = HELD_COLUMNS.iter().any(|c| op.patches(c));
+                let on_edges = op.table_name() == Some(EDGES);
                 let merged_edges = match &op {
-                    WriteOp::Merge { table, batch, .. } => Some((table.clone(), batch.clone())),
+                    WriteOp::Merge { batch, .. } if on_edges => Some(batch.clone()),
                     _ => None,
                 };
-                let deletes_edges =
-                    matches!(&op, WriteOp::DeleteWhere { table, .. } if table.name() == EDGES);
+                let deletes_edges = on_edges && matches!(op, WriteOp::DeleteWhere { .. });
                 let result = commit_single(memories, op).await;
                 if deletes_edges {
                     // Which were deleted is Lance's to say: searches walk it until the edges
                     // are read again.
                     memories.held_edges.invalidate();
                 }
-                if let (Ok(_), Some((table, batch))) = (&result, merged_edges) {
-                    edges_written(memories, &table, &[batch]);
+                if let (Ok(_), Some(batch)) = (&result, merged_edges) {
+                    memories.held_edges.written(&EdgeRecord::from_batch(&batch));
                 }
                 if result.is_ok() && changes_counts {
                     recount(memories).await;
@@ -510,15 +513,6 @@ fn hold(memories: &Memories, rows: &[MemoryRecord]) {
     memories
         .nearest
         .written(rows, &memories.embed_model, &stored);
-}
-
-/// Edges just appended to or merged into `table` join those held, if it is the edges table.
-fn edges_written(memories: &Memories, table: &Table, batches: &[RecordBatch]) {
-    if table.name() == EDGES {
-        for batch in batches {
-            memories.held_edges.written(&EdgeRecord::from_batch(batch));
-        }
-    }
 }
 
 /// Counts the current memories again (after a delete or a bulk close, which say only how

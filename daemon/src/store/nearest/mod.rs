@@ -98,47 +98,42 @@ impl Nearest {
         })
     }
 
-    /// The ranking columns of each of `ids` held (None for a row not held), or None when no
-    /// exact values are held.
-    pub fn held(&self, ids: &[&str]) -> Option<Vec<Option<MemoryRecord>>> {
+    /// What is held for each of `keys`, found by `index` (None for one not held), or None
+    /// when no exact values are held.
+    fn held_by<K>(
+        &self,
+        keys: &[K],
+        index: impl Fn(&Codes, &K) -> Option<usize>,
+    ) -> Option<Vec<Option<Scored>>> {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
         let codes = codes.as_ref().filter(|c| c.fresh)?;
         Some(
-            ids.iter()
-                .map(|id| {
-                    let i = codes.index_of(id)?;
-                    Some(codes.scored(i as u32, 0.0).record)
-                })
+            keys.iter()
+                .map(|k| Some(codes.scored(index(codes, k)? as u32, 0.0)))
                 .collect(),
         )
+    }
+
+    /// The ranking columns of each of `ids` held (None for a row not held), or None when no
+    /// exact values are held.
+    pub fn held(&self, ids: &[&str]) -> Option<Vec<Option<MemoryRecord>>> {
+        let held = self.held_by(ids, |codes, id| codes.index_of(id))?;
+        Some(held.into_iter().map(|s| Some(s?.record)).collect())
     }
 
     /// The ranking columns of the current version of each of `lineages` held (None for one
     /// not held), or None when no exact values are held.
     pub fn held_lineages(&self, lineages: &[String]) -> Option<Vec<Option<Scored>>> {
-        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
-        let codes = codes.as_ref().filter(|c| c.fresh)?;
-        Some(
-            lineages
-                .iter()
-                .map(|l| Some(codes.scored(codes.index_of_lineage(l)? as u32, 0.0)))
-                .collect(),
-        )
+        self.held_by(lineages, |codes, l| codes.index_of_lineage(l))
     }
 
     /// `hits` (row ids and scores) with the ranking columns held for each, or None when one
     /// is not held at its row id (or no exact values are held).
     pub fn held_at(&self, hits: &[Scored]) -> Option<Vec<Scored>> {
-        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
-        let codes = codes.as_ref().filter(|c| c.fresh)?;
-        hits.iter()
-            .map(|hit| {
-                let i = codes.index_at(hit.row_id?)?;
-                Some(Scored {
-                    raw: hit.raw,
-                    ..codes.scored(i as u32, 0.0)
-                })
-            })
+        let held = self.held_by(hits, |codes, hit| codes.index_at(hit.row_id?))?;
+        held.into_iter()
+            .zip(hits)
+            .map(|(s, hit)| Some(Scored { raw: hit.raw, ..s? }))
             .collect()
     }
 
