@@ -7,9 +7,7 @@ use lancedb::query::ColumnOrdering;
 use lancedb::query::{QueryBase, Select};
 
 use super::filter::current;
-use super::schema::{
-    answered_columns, columns_without_vector, float_column, from_batch, MemoryRecord,
-};
+use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
 use super::seal::Sealing;
 use super::sql::{col, read, Filtered, Pred};
 use super::{Store, StoreError};
@@ -79,29 +77,6 @@ impl Store {
             .with_row_id();
         let batches = read(&query).await?;
         scored(&self.sealing, &batches, None)
-    }
-
-    /// The rows retrieved candidates are answered with ([`answered_columns`]), by id: taken
-    /// at their row ids, and read by id where a row moved since (a compaction or an update in
-    /// between).
-    pub async fn complete(
-        &self,
-        candidates: &[(String, Option<u64>)],
-    ) -> Result<HashMap<String, MemoryRecord>, StoreError> {
-        let near: Vec<Near> = candidates
-            .iter()
-            .map(|(id, row_id)| Near {
-                id: id.clone(),
-                row_id: *row_id,
-            })
-            .collect();
-        let columns = answered_columns(&self.schema);
-        let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
-        let rows = self.take(&near, &columns, false).await?;
-        Ok(rows
-            .into_iter()
-            .map(|s| (s.record.id.clone(), s.record))
-            .collect())
     }
 
     /// `columns` of the rows of `near` (that are still current, when `current_only`): taken
