@@ -74,8 +74,31 @@ impl Router {
         params: Value,
     ) -> Result<Value, RpcError> {
         match self.handlers.get(method) {
-            Some(handler) => handler(engine, subscriptions, params).await,
+            Some(handler) => guarded(method, handler(engine, subscriptions, params)).await,
             None => Err(RpcError::method_not_found(method)),
+        }
+    }
+}
+
+/// `handling`'s answer, or, when it panics (a bug, in mnemod or in a library it calls), an
+/// internal error: without one the client would wait for an answer that never comes.
+async fn guarded(
+    method: &str,
+    handling: impl Future<Output = Result<Value, RpcError>>,
+) -> Result<Value, RpcError> {
+    match std::panic::AssertUnwindSafe(handling).catch_unwind().await {
+        Ok(answer) => answer,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            tracing::error!(method, "a request handler panicked: {what}");
+            Err(RpcError::internal(format!(
+                "{method} failed inside mnemod ({what}) and was not completed; this is a bug \
+                 — mnemod's log has it; retry, and report it if it happens again"
+            )))
         }
     }
 }
@@ -101,6 +124,39 @@ fn decode_params<T: serde::de::DeserializeOwned>(
 mod tests {
     use super::*;
     use mnemo_protocol::memory::GetParams;
+
+    #[tokio::test]
+    async fn a_handler_that_panics_is_answered_with_an_internal_error() {
+        let fine = guarded("memory.get", async { Ok(Value::Bool(true)) }).await;
+        assert_eq!(fine.unwrap(), Value::Bool(true));
+        let failed = guarded("memory.get", async {
+            Err(RpcError::invalid_params("no such thing"))
+        })
+        .await;
+        assert_eq!(failed.unwrap_err().code, -32602);
+        let panicked = guarded("memory.search", async {
+            let parts: Vec<u32> = Vec::new();
+            Ok(Value::from(parts[3]))
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(panicked.code, -32603);
+        assert!(
+            panicked
+                .message
+                .starts_with("memory.search failed inside mnemod (index out of bounds"),
+            "{}",
+            panicked.message
+        );
+        let panicked = guarded("memory.add", async { panic!("the {} fell over", "writer") })
+            .await
+            .unwrap_err();
+        assert!(
+            panicked.message.contains("(the writer fell over)"),
+            "{}",
+            panicked.message
+        );
+    }
 
     #[test]
     fn params_errors_say_what_is_wrong() {
