@@ -23,6 +23,29 @@ pub const HELD_COLUMNS: &[&str] = &[
     "event_end",
 ];
 
+/// Whether a held row's `column` is known without reading it: a held column, its namespace
+/// (the codes hold it) or its end of validity (only current rows are held).
+pub fn known_when_held(column: &str) -> bool {
+    HELD_COLUMNS.contains(&column) || matches!(column, "namespace" | "valid_to")
+}
+
+/// `taken` (a row read without the columns [`known_when_held`]) with the values held for it
+/// (`values`, as [`Held::record`] gives them).
+pub fn with_held(taken: MemoryRecord, values: MemoryRecord) -> MemoryRecord {
+    MemoryRecord {
+        lineage: values.lineage,
+        namespace: values.namespace,
+        salience: values.salience,
+        strength: values.strength,
+        created_at: values.created_at,
+        occurred_at: values.occurred_at,
+        event_start: values.event_start,
+        event_end: values.event_end,
+        valid_to: None,
+        ..taken
+    }
+}
+
 /// An absent time (64 bytes a row rather than 88 with `Option`s).
 const NO_TIME: i64 = i64::MIN;
 

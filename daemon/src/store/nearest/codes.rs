@@ -400,14 +400,20 @@ mod tests {
         all.into_iter().take(k).map(|(_, i)| i).collect()
     }
 
+    /// Codes holding `rows`, row `i` with id and row id `i`, in `namespace(i)`.
+    fn held_codes(rows: &[Vec<f32>], namespace: impl Fn(usize) -> &'static str) -> Codes {
+        let mut codes = Codes::new(rows[0].len());
+        for (i, v) in rows.iter().enumerate() {
+            codes.push(&held(&i.to_string(), namespace(i), v), Some(i as u64), &[]);
+        }
+        codes
+    }
+
     #[test]
     fn the_codes_find_the_exact_nearest_neighbours() {
         let dim = 64;
         let rows = vectors(3000, dim, 7);
-        let mut codes = Codes::new(dim);
-        for (i, v) in rows.iter().enumerate() {
-            codes.push(&held(&i.to_string(), "ns", v), Some(i as u64), &[]);
-        }
+        let codes = held_codes(&rows, |_| "ns");
         let (mut among, mut top, mut total) = (0, 0, 0);
         for q in vectors(50, dim, 99) {
             let truth = exact(&rows, &q, 10);
@@ -434,11 +440,7 @@ mod tests {
     fn the_scan_for_this_cpu_scores_every_row_as_the_portable_loop_does() {
         let dim = 384;
         let rows = vectors(500, dim, 11);
-        let mut codes = Codes::new(dim);
-        for (i, v) in rows.iter().enumerate() {
-            let namespace = if i % 3 == 0 { "a" } else { "b" };
-            codes.push(&held(&i.to_string(), namespace, v), Some(i as u64), &[]);
-        }
+        let mut codes = held_codes(&rows, |i| if i % 3 == 0 { "a" } else { "b" });
         codes.retire("7");
         let mut query = Vec::new();
         quantize(&rows[5], &mut query, None);

@@ -26,7 +26,7 @@ use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use codes::Codes;
 
 use super::filter::current;
-use super::held::HELD_COLUMNS;
+use super::held::{known_when_held, with_held, HELD_COLUMNS};
 use super::memories::{Near, Scored, TextColumns, RANKING_COLUMNS};
 use super::schema::{answered_columns, from_batch};
 use super::sql::{col, Filtered, Pred};
@@ -335,31 +335,34 @@ impl Store {
             .nearest
             .held_by(&near, |codes, n| codes.index_at(n.row_id?))
             .unwrap_or_else(|| vec![None; near.len()]);
-        let (held_near, unheld_near): (Vec<(&Near, Option<Scored>)>, Vec<_>) =
-            near.iter().zip(held).partition(|(_, h)| h.is_some());
+        let (mut at_held, mut whole) = (Vec::new(), Vec::new());
+        let mut values: HashMap<String, MemoryRecord> = HashMap::new();
+        for (n, h) in near.into_iter().zip(held) {
+            match h {
+                Some(h) => {
+                    values.insert(n.id.clone(), h.record);
+                    at_held.push(n);
+                }
+                None => whole.push(n),
+            }
+        }
         let answered = answered_columns(&self.schema);
         let mut rows: HashMap<String, MemoryRecord> = HashMap::new();
-        if !held_near.is_empty() {
-            let columns: Vec<&str> = answered
+        if !at_held.is_empty() {
+            let unknown: Vec<&str> = answered
                 .iter()
                 .map(String::as_str)
-                .filter(|c| !HELD_COLUMNS.contains(c) && !HELD_ANYWAY.contains(c))
+                .filter(|c| !known_when_held(c))
                 .collect();
-            let wanted: Vec<Near> = held_near.iter().map(|(n, _)| (*n).clone()).collect();
-            let mut held: HashMap<String, MemoryRecord> = held_near
-                .into_iter()
-                .filter_map(|(n, h)| Some((n.id.clone(), h?.record)))
-                .collect();
-            for taken in self.take(&wanted, &columns, false).await? {
-                if let Some(values) = held.remove(&taken.record.id) {
+            for taken in self.take(&at_held, &unknown, false).await? {
+                if let Some(values) = values.remove(&taken.record.id) {
                     rows.insert(values.id.clone(), with_held(taken.record, values));
                 }
             }
         }
-        let columns: Vec<&str> = answered.iter().map(String::as_str).collect();
-        let unheld: Vec<Near> = unheld_near.into_iter().map(|(n, _)| n.clone()).collect();
-        if !unheld.is_empty() {
-            let taken = self.take(&unheld, &columns, false).await?;
+        if !whole.is_empty() {
+            let columns: Vec<&str> = answered.iter().map(String::as_str).collect();
+            let taken = self.take(&whole, &columns, false).await?;
             rows.extend(taken.into_iter().map(|s| (s.record.id.clone(), s.record)));
         }
         Ok(rows)
@@ -538,27 +541,6 @@ impl Store {
         }
         codes.shrink_to_fit();
         Ok(codes)
-    }
-}
-
-/// Columns of a held row known without its held values: its namespace (the codes hold it)
-/// and its end of validity (only current rows are held).
-const HELD_ANYWAY: &[&str] = &["namespace", "valid_to"];
-
-/// A row taken without the held columns, with the values held for it (`values`, of a
-/// current row).
-fn with_held(taken: MemoryRecord, values: MemoryRecord) -> MemoryRecord {
-    MemoryRecord {
-        lineage: values.lineage,
-        namespace: values.namespace,
-        salience: values.salience,
-        strength: values.strength,
-        created_at: values.created_at,
-        occurred_at: values.occurred_at,
-        event_start: values.event_start,
-        event_end: values.event_end,
-        valid_to: None,
-        ..taken
     }
 }
 
