@@ -171,9 +171,8 @@ impl Recall {
             if p.mode == SearchMode::Vector || !store.text_index_ready() {
                 return Ok::<_, Error>(Vec::new());
             }
-            let current_only = held_namespace.is_some();
             let hits = store
-                .text_search(&p.query, &predicate, pool, current_only)
+                .text_search(&p.query, &predicate, pool, held_namespace)
                 .await?;
             tracing::debug!("search: text leg done at {:.1} ms", ms(started.elapsed()));
             Ok(hits)

@@ -521,7 +521,7 @@ pub(super) mod tests {
         for r in versions {
             let token = r.content.split(' ').next_back().unwrap().to_string();
             let hits = store
-                .text_search(&token, &current(), 10, true)
+                .text_search(&token, &current(), 10, Some(None))
                 .await
                 .unwrap();
             let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
@@ -626,7 +626,7 @@ pub(super) mod tests {
         insert_each(&store, &rows).await;
         let token = rows[3].content.split(' ').next_back().unwrap().to_string();
         let hits = store
-            .text_search(&token, &current(), 10, true)
+            .text_search(&token, &current(), 10, Some(None))
             .await
             .unwrap();
         assert_eq!(hits.len(), 1);

@@ -154,6 +154,14 @@ impl Codes {
         self.held.push(record, entities);
     }
 
+    /// Rows held of `namespace`.
+    pub(super) fn rows_of(&self, namespace: &str) -> usize {
+        match self.spaces.iter().position(|s| s == namespace) {
+            Some(space) => self.space_of.iter().filter(|&&s| s == space as u32).count(),
+            None => 0,
+        }
+    }
+
     pub(super) fn space(&mut self, namespace: &str) -> u32 {
         match self.spaces.iter().position(|s| s == namespace) {
             Some(i) => i as u32,

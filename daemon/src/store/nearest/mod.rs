@@ -15,6 +15,7 @@
 //! maintenance pass reads everything again (0.45 s at 100k).
 
 mod codes;
+mod text;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,7 +28,7 @@ use codes::Codes;
 
 use super::filter::current;
 use super::held::{known_when_held, with_held, HELD_COLUMNS};
-use super::memories::{Near, Scored, TextColumns, RANKING_COLUMNS};
+use super::memories::{Near, Scored, RANKING_COLUMNS};
 use super::schema::{answered_columns, from_batch};
 use super::sql::{col, Filtered, Pred};
 use super::{MemoryRecord, Store, StoreError};
@@ -127,14 +128,37 @@ impl Nearest {
         self.held_by(lineages, |codes, l| codes.index_of_lineage(l))
     }
 
+    /// What is held at each of `hits`' row ids (None for a hit not held there), with the
+    /// hit's score, or None when no exact values are held.
+    pub fn held_at_each(&self, hits: &[Scored]) -> Option<Vec<Option<Scored>>> {
+        let held = self.held_by(hits, |codes, hit| codes.index_at(hit.row_id?))?;
+        Some(
+            held.into_iter()
+                .zip(hits)
+                .map(|(s, hit)| Some(Scored { raw: hit.raw, ..s? }))
+                .collect(),
+        )
+    }
+
     /// `hits` (row ids and scores) with the ranking columns held for each, or None when one
     /// is not held at its row id (or no exact values are held).
     pub fn held_at(&self, hits: &[Scored]) -> Option<Vec<Scored>> {
-        let held = self.held_by(hits, |codes, hit| codes.index_at(hit.row_id?))?;
-        held.into_iter()
-            .zip(hits)
-            .map(|(s, hit)| Some(Scored { raw: hit.raw, ..s? }))
-            .collect()
+        self.held_at_each(hits)?.into_iter().collect()
+    }
+
+    /// The share of the rows held that are of `namespace` (all when None), or None while
+    /// no codes are held.
+    pub fn share(&self, namespace: Option<&str>) -> Option<f64> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        let codes = codes.as_ref()?;
+        let rows = codes.len();
+        if rows == 0 {
+            return Some(0.0);
+        }
+        Some(match namespace {
+            Some(n) => codes.rows_of(n) as f64 / rows as f64,
+            None => 1.0,
+        })
     }
 
     /// Whether exact ranking values are held (a text search then reads only ids).
@@ -368,71 +392,6 @@ impl Store {
         Ok(rows)
     }
 
-    /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
-    /// full-text index, for current memories only when `current_only`. With the ranking
-    /// columns held in memory the index is asked for ids alone (each column read costs a read
-    /// per fragment its rows lie in) — and for current memories when every row held has its
-    /// row id, for row ids alone, as long as each hit is a row held.
-    pub async fn text_search(
-        &self,
-        text: &str,
-        predicate: &Pred,
-        limit: usize,
-        current_only: bool,
-    ) -> Result<Vec<Scored>, StoreError> {
-        let held = self.nearest.holds_ranking();
-        if held && current_only && self.nearest.placed() {
-            let hits = self
-                .full_text(text, predicate, limit, TextColumns::None)
-                .await?;
-            if let Some(found) = self.nearest.held_at(&hits) {
-                return Ok(found);
-            }
-            // A hit moved since the codes were read, or is of another model: asked again.
-        }
-        if held {
-            let hits = self
-                .full_text(text, predicate, limit, TextColumns::Id)
-                .await?;
-            return self.ranked_from_held(hits).await;
-        }
-        self.full_text(text, predicate, limit, TextColumns::Ranking)
-            .await
-    }
-
-    /// The text leg's hits (ids, scores and row ids) with what ranking reads of each: held in
-    /// memory, or read for the rows not held (of another model, or past versions in a search
-    /// of the past). A hit forgotten since it was found is dropped.
-    async fn ranked_from_held(&self, hits: Vec<Scored>) -> Result<Vec<Scored>, StoreError> {
-        let ids: Vec<&str> = hits.iter().map(|h| h.record.id.as_str()).collect();
-        let held = self
-            .nearest
-            .held(&ids)
-            .unwrap_or_else(|| vec![None; ids.len()]);
-        let missing: Vec<Near> = hits
-            .iter()
-            .zip(&held)
-            .filter(|(_, h)| h.is_none())
-            .map(|(s, _)| Near {
-                id: s.record.id.clone(),
-                row_id: s.row_id,
-            })
-            .collect();
-        let mut read: HashMap<String, MemoryRecord> = HashMap::new();
-        if !missing.is_empty() {
-            let taken = self.take(&missing, &taken_columns(false), false).await?;
-            read.extend(taken.into_iter().map(|s| (s.record.id.clone(), s.record)));
-        }
-        Ok(hits
-            .into_iter()
-            .zip(held)
-            .filter_map(|(hit, held)| {
-                let record = held.or_else(|| read.remove(&hit.record.id))?;
-                Some(Scored { record, ..hit })
-            })
-            .collect())
-    }
-
     /// The ranking columns of the current versions of `lineages` that `predicate` admits
     /// (memories the graph reached). With `plain` — the search's filter names at most a
     /// namespace (Some(None) for all) — they come from the values held, and only lineages
@@ -554,7 +513,7 @@ mod tests {
         v
     }
 
-    fn row(id: &str, i: usize) -> MemoryRecord {
+    pub(super) fn row(id: &str, i: usize) -> MemoryRecord {
         let mut r = crate::store::schema::tests::record(id, "text", 4);
         r.vector = unit(i);
         r
@@ -744,60 +703,6 @@ mod tests {
         assert!(!nearest_ids(&store, 0, None)
             .await
             .contains(&"a".to_string()));
-    }
-
-    #[tokio::test]
-    async fn a_text_search_of_current_memories_finds_its_hits_held_at_their_row_ids() {
-        use crate::store::filter::current;
-        use crate::store::WriteOp;
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
-        let walnut = |id: &str, i: usize| {
-            let mut r = row(id, i % 4);
-            r.content = format!("walnut {}", "tree ".repeat(i));
-            r.salience = i as f32;
-            r
-        };
-        let rows: Vec<MemoryRecord> = (0..4).map(|i| walnut(&format!("m{i}"), i)).collect();
-        let writer = store.writer();
-        writer.submit(WriteOp::Insert(rows)).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
-        let seen = |hits: Vec<Scored>| {
-            let mut seen: Vec<(String, f32, u32)> = hits
-                .into_iter()
-                .map(|s| (s.record.id, s.record.salience, (s.raw * 1e4) as u32))
-                .collect();
-            seen.sort_by(|a, b| a.0.cmp(&b.0));
-            seen
-        };
-        let now = current();
-        let search = |current_only| store.text_search("walnut", &now, 10, current_only);
-        let at_row_ids = seen(search(true).await.unwrap());
-        assert_eq!(at_row_ids.len(), 4);
-        assert_eq!(at_row_ids, seen(search(false).await.unwrap()));
-        assert_eq!(at_row_ids[3].1, 3.0, "ranking values held: {at_row_ids:?}");
-        // Written since the codes were read (no row id yet), then moved by a compaction:
-        // found all the same.
-        let late = walnut("m9", 9);
-        writer.submit(WriteOp::Insert(vec![late])).await.unwrap();
-        let ids = |hits: Vec<(String, f32, u32)>| hits.into_iter().map(|h| h.0).collect::<Vec<_>>();
-        assert_eq!(
-            ids(seen(search(true).await.unwrap())),
-            ["m0", "m1", "m2", "m3", "m9"]
-        );
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(5));
-        store.compact(&store.memories).await.unwrap();
-        assert_eq!(
-            ids(seen(search(true).await.unwrap())),
-            ["m0", "m1", "m2", "m3", "m9"]
-        );
-        // A hit not held (of another model, waiting to be embedded again): asked again by id.
-        let mut other = walnut("o1", 1);
-        other.embed_model = "another model".into();
-        writer.submit(WriteOp::Insert(vec![other])).await.unwrap();
-        let found = seen(search(true).await.unwrap());
-        assert_eq!(ids(found.clone()), ["m0", "m1", "m2", "m3", "m9", "o1"]);
-        assert_eq!(found[5].1, 1.0, "its ranking values read: {found:?}");
     }
 
     #[tokio::test]
