@@ -156,15 +156,23 @@ impl Codes {
 
     /// Rows held of `namespace`.
     pub(super) fn rows_of(&self, namespace: &str) -> usize {
-        match self.spaces.iter().position(|s| s == namespace) {
-            Some(space) => self.space_of.iter().filter(|&&s| s == space as u32).count(),
+        match self.space_of_name(namespace) {
+            Some(space) => self.space_of.iter().filter(|&&s| s == space).count(),
             None => 0,
         }
     }
 
+    /// The index of `namespace` in `spaces`, if any row was ever held of it.
+    fn space_of_name(&self, namespace: &str) -> Option<u32> {
+        self.spaces
+            .iter()
+            .position(|s| s == namespace)
+            .map(|i| i as u32)
+    }
+
     pub(super) fn space(&mut self, namespace: &str) -> u32 {
-        match self.spaces.iter().position(|s| s == namespace) {
-            Some(i) => i as u32,
+        match self.space_of_name(namespace) {
+            Some(i) => i,
             None => {
                 self.spaces.push(namespace.to_string());
                 (self.spaces.len() - 1) as u32
@@ -202,9 +210,9 @@ impl Codes {
             return Vec::new();
         }
         let space = match namespace {
-            Some(n) => match self.spaces.iter().position(|s| s == n) {
-                Some(i) => Some(i as u32),
+            Some(n) => match self.space_of_name(n) {
                 None => return Vec::new(),
+                found => found,
             },
             None => None,
         };

@@ -311,6 +311,17 @@ fn taken_columns(vector: bool) -> Vec<&'static str> {
     columns
 }
 
+/// Candidates given by id and row id, as a take wants them.
+fn near_of(candidates: &[(String, Option<u64>)]) -> Vec<Near> {
+    candidates
+        .iter()
+        .map(|(id, row_id)| Near {
+            id: id.clone(),
+            row_id: *row_id,
+        })
+        .collect()
+}
+
 impl Store {
     /// The vector leg from the codes held in memory: the `limit` current memories of the
     /// configured model nearest `vector` (of `namespace`, or all), as [`Store::vector_search`]
@@ -348,13 +359,7 @@ impl Store {
         &self,
         candidates: &[(String, Option<u64>)],
     ) -> Result<HashMap<String, MemoryRecord>, StoreError> {
-        let near: Vec<Near> = candidates
-            .iter()
-            .map(|(id, row_id)| Near {
-                id: id.clone(),
-                row_id: *row_id,
-            })
-            .collect();
+        let near = near_of(candidates);
         let held = self
             .nearest
             .held_by(&near, |codes, n| codes.index_at(n.row_id?))
@@ -551,13 +556,7 @@ mod tests {
             .map(|s| (s.record.id.clone(), s.row_id))
             .collect();
         assert!(wanted.iter().all(|(_, row_id)| row_id.is_some()));
-        let near: Vec<Near> = wanted
-            .iter()
-            .map(|(id, row_id)| Near {
-                id: id.clone(),
-                row_id: *row_id,
-            })
-            .collect();
+        let near = near_of(&wanted);
         let answered = answered_columns(&store.schema);
         let answered: Vec<&str> = answered.iter().map(String::as_str).collect();
         let whole = |taken: Vec<Scored>| -> HashMap<String, MemoryRecord> {
