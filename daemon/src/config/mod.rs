@@ -209,6 +209,11 @@ pub struct SearchConfig {
     /// Weight of the entity component: memories that mention the names a query names (rare
     /// names count more) rank higher. 0 turns it off.
     pub entity_weight: f32,
+    /// A name at least this share of a namespace's memories mention (its owner, the other
+    /// side of a chat) is left out of what the vector and full-text retrievers are asked: it
+    /// tells little about which memories answer, yet outweighs the rest of a short memory's
+    /// words. The entity component still ranks by it. 0 turns this off.
+    pub common_name_share: f32,
     /// Weight of the graph component: the best `graph_seeds` results lend their score to the
     /// memories `graph_hops` steps away over `graph_edges` (their conversation, and what
     /// consolidation found similar), each further step keeping 70 %, so the answer said a
@@ -305,6 +310,7 @@ impl Default for SearchConfig {
             fusion: Fusion::Weighted,
             text_weight: 0.5,
             entity_weight: 0.1,
+            common_name_share: 0.25,
             graph_weight: 0.6,
             graph_seeds: 5,
             graph_hops: 2,
@@ -421,6 +427,9 @@ impl Config {
         ];
         if weights.iter().any(|w| *w < 0.0 || !w.is_finite()) {
             return bad("search weights must be 0 or more (0 turns a component off)");
+        }
+        if !(0.0..=1.0).contains(&search.common_name_share) {
+            return bad("search.common_name_share is a share of memories, 0–1 (0 turns it off)");
         }
         if search.graph_seeds > 50 || search.graph_hops > 3 {
             return bad("search.graph_seeds must be at most 50 and search.graph_hops at most 3");

@@ -34,6 +34,10 @@ pub struct QueryEntity {
     pub weight: f32,
     /// The keys of the same entity under other names (aliases consolidation merged).
     pub aliases: Vec<String>,
+    /// As the query wrote it.
+    pub written: String,
+    /// The share of the memories in scope that mention it, 0–1.
+    pub share: f32,
 }
 
 impl Gazetteer {
@@ -127,6 +131,8 @@ impl Gazetteer {
                 (df > 0).then(|| QueryEntity {
                     weight: (1.0 + memories as f32 / df as f32).ln(),
                     aliases: Vec::new(),
+                    written: m.name.clone(),
+                    share: df as f32 / memories.max(1) as f32,
                     key,
                 })
             })

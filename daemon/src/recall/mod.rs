@@ -3,6 +3,7 @@
 //! score to the memories beside them in the graph (which may join the candidates), and all
 //! are ranked again. Every component is kept for `explain`.
 
+mod asked;
 mod rank;
 
 use std::collections::{HashMap, HashSet};
@@ -137,13 +138,29 @@ impl Recall {
         .is_empty();
         let held_namespace = plain_filter.then_some(p.filter.namespace.as_deref());
 
+        let namespace = p.filter.namespace.as_deref();
+        let mut named = if self.config.entity_weight > 0.0 {
+            self.names.query_entities(namespace, &p.query)
+        } else {
+            Vec::new()
+        };
+        for q in &mut named {
+            q.aliases = self.entities.same_as(namespace, &q.key);
+        }
+        // Both retrievers are asked without the names most memories mention; the entity
+        // component ranks by them.
+        let bare = asked::without_common_names(&p.query, &named, self.config.common_name_share);
+        let legs_query = bare.as_deref().unwrap_or(&p.query);
+        if let Some(bare) = &bare {
+            tracing::debug!("search: the retrievers are asked {bare:?}");
+        }
         // Vectors of the configured model only (rows waiting to be re-embedded are found by
         // their words meanwhile).
         let vector_hits = async {
             if p.mode == SearchMode::Text {
                 return Ok::<_, Error>(Vec::new());
             }
-            let vector = self.query_vector(&p.query).await?;
+            let vector = self.query_vector(legs_query).await?;
             let embedded = started.elapsed();
             let held = if plain_filter && !p.exact {
                 let namespace = p.filter.namespace.as_deref();
@@ -172,7 +189,7 @@ impl Recall {
                 return Ok::<_, Error>(Vec::new());
             }
             let hits = store
-                .text_search(&p.query, &predicate, pool, held_namespace)
+                .text_search(legs_query, &predicate, pool, held_namespace)
                 .await?;
             tracing::debug!("search: text leg done at {:.1} ms", ms(started.elapsed()));
             Ok(hits)
@@ -194,15 +211,6 @@ impl Recall {
                 .or_insert_with(|| Candidate::found(hit.record, hit.row_id));
             c.text_rank = Some(rank + 1);
             c.text_score = Some(hit.raw);
-        }
-        let namespace = p.filter.namespace.as_deref();
-        let mut named = if self.config.entity_weight > 0.0 {
-            self.names.query_entities(namespace, &p.query)
-        } else {
-            Vec::new()
-        };
-        for q in &mut named {
-            q.aliases = self.entities.same_as(namespace, &q.key);
         }
         // "last week" in a query means the week before the time the store is seen at.
         let now = now_micros();
