@@ -1,7 +1,7 @@
 //! Belief extraction scored on labelled sentences written apart from the rules
 //! (`beliefs-heldout.tsv`, and `beliefs-heldout-2.tsv` written after the first set's misses
 //! were fixed): precision and recall by belief type for each, and sentences per second.
-//! `cargo bench -p mnemo-daemon --bench beliefs`. Prints figures; asserts nothing.
+//! `cargo bench --workspace --bench beliefs`. Prints figures; asserts nothing.
 
 use std::collections::BTreeMap;
 use std::time::Instant;

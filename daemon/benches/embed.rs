@@ -1,5 +1,5 @@
 //! Embedding speed of the MiniLM path: chat turns per second in batches, and one short query.
-//! `cargo bench -p mnemo-daemon --bench embed` (needs the model from packaging/fetch-model.sh).
+//! `cargo bench --workspace --bench embed` (needs the model from packaging/fetch-model.sh).
 //! Prints figures; asserts nothing.
 
 use std::time::Instant;

@@ -135,24 +135,36 @@ async fn an_export_imported_into_an_empty_store_gives_the_same_memories_history_
     let found = t.call::<mnemo_protocol::entity::Get>(&maria).await.unwrap();
     assert_eq!(found.entity.mention_count, 1);
     assert_eq!(found.entity.relation.as_deref(), Some("sister"));
-    let links = t
-        .call::<mnemo_protocol::graph::Neighbors>(&mnemo_protocol::graph::NeighborsParams {
-            node: mnemo_protocol::graph::Node::memory(first.id.clone()),
-            namespace: None,
-            types: vec![],
-            min_weight: None,
-            depth: None,
-            limit: None,
-        })
-        .await
-        .unwrap();
-    assert!(
+    // The question updated after the reply still comes before it in its session.
+    let sequence = |links: mnemo_protocol::graph::NeighborsResult| -> Vec<(String, String, f32)> {
         links
             .edges
-            .iter()
-            .any(|e| e.edge_type == mnemo_protocol::graph::EdgeType::TemporalSequence),
-        "{links:?}"
+            .into_iter()
+            .filter(|e| e.edge_type == mnemo_protocol::graph::EdgeType::TemporalSequence)
+            .map(|e| (e.src.id, e.dst.id, e.weight))
+            .collect()
+    };
+    let neighbours = mnemo_protocol::graph::NeighborsParams {
+        node: mnemo_protocol::graph::Node::memory(first.id.clone()),
+        namespace: None,
+        types: vec![],
+        min_weight: None,
+        depth: None,
+        limit: None,
+    };
+    let imported = sequence(
+        t.call::<mnemo_protocol::graph::Neighbors>(&neighbours)
+            .await
+            .unwrap(),
     );
+    let original = sequence(
+        c.call::<mnemo_protocol::graph::Neighbors>(&neighbours)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(imported.len(), 1, "{imported:?}");
+    assert_eq!(imported, original);
+    assert_eq!(imported[0].0, first.id, "the question first: {imported:?}");
 
     // The same file again adds nothing.
     let again = cli_json(&target, &["import", file_arg, "--json"]);

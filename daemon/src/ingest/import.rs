@@ -3,6 +3,7 @@
 //! names read again from the text, so entities and MENTIONS / TEMPORAL_SEQUENCE edges grow as
 //! at ingest. Versions already stored (by id) are skipped: a file imported twice adds nothing.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use mnemo_protocol::memory::Memory;
@@ -97,12 +98,21 @@ impl Ingest {
             mentions.push(named);
         }
         self.embed_into(&mut rows).await?;
-        let (current, current_mentions): (Vec<MemoryRecord>, Vec<_>) = rows
+        // A session links in the order its memories were first said: a memory updated since
+        // keeps its place, as in the store it came from (its current version is newer).
+        let mut first_said: HashMap<&str, i64> = HashMap::new();
+        for r in &rows {
+            let at = first_said.entry(r.lineage.as_str()).or_insert(r.created_at);
+            *at = (*at).min(r.created_at);
+        }
+        let mut current: Vec<(MemoryRecord, _)> = rows
             .iter()
             .zip(mentions)
             .filter(|(r, _)| r.valid_to.is_none())
             .map(|(r, m)| (r.clone(), m))
-            .unzip();
+            .collect();
+        current.sort_by_key(|(r, _)| (first_said[r.lineage.as_str()], r.lineage.clone()));
+        let (current, current_mentions): (Vec<MemoryRecord>, Vec<_>) = current.into_iter().unzip();
         let now = now_micros();
         let edges = self.linker.link(&current, now).await?;
         let added = rows.len() as u64;
