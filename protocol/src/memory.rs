@@ -340,6 +340,11 @@ pub struct SearchResult {
     /// The embedder that embedded the query, e.g. `minilm` or `hashed (degraded)`.
     pub embedder: String,
     pub took_ms: f64,
+    /// What the vector and full-text retrievers were asked when it was not the query as
+    /// given: without the names most memories of the namespace mention
+    /// (`search.common_name_share`), which rank through the entity component instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrievers_asked: Option<String>,
 }
 
 /// A new version of a memory. Absent fields keep their old value.

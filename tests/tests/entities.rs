@@ -102,6 +102,13 @@ async fn names_lift_the_memories_that_mention_them(daemon: &Daemon) {
         "Caroline alone carries a small share: {speaker_only}"
     );
     assert!(entity_of(&both, &sister) > 0.99);
+    // Named in every memory, Caroline is left out of what the retrievers are asked (the
+    // entity component weighs her); Maria, in 2 of 15, is kept.
+    assert_eq!(
+        both.retrievers_asked.as_deref(),
+        Some("did tell Maria about the garden?")
+    );
+    assert_eq!(r.retrievers_asked, None, "{r:?}");
 
     // Forgotten, the name is unlearned: a new lower-case mention is not an entity.
     c.call::<Forget>(&ForgetParams {

@@ -291,6 +291,7 @@ impl Recall {
             mode: p.mode,
             embedder: self.embed.label(),
             took_ms: ms(started.elapsed()),
+            retrievers_asked: bare,
         })
     }
 

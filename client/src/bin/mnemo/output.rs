@@ -185,6 +185,11 @@ impl Output {
             if r.hits.is_empty() {
                 lines.push("(nothing found)".into());
             }
+            if let Some(asked) = &r.retrievers_asked {
+                lines.push(format!(
+                    "meaning and words asked as \u{201c}{asked}\u{201d}: names most memories mention rank through `entities` alone"
+                ));
+            }
             lines.push(format!("{} results in {:.1} ms ({:?}, embedder {})", r.hits.len(), r.took_ms, r.mode, r.embedder));
             lines.join("\n")
         });

@@ -170,6 +170,7 @@ mod tests {
             mode: Default::default(),
             embedder: embedder.into(),
             took_ms: 1.0,
+            retrievers_asked: None,
         };
         assert_eq!(
             recalled("tea", &found("minilm")),
