@@ -26,18 +26,24 @@ pub struct Gazetteer {
     namespaces: RwLock<HashMap<String, Names>>,
 }
 
-/// An entity a query names, with its weight (inverse document frequency).
+/// An entity a query names, with how many of the memories in scope mention it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryEntity {
     /// As stored (keyed in an encrypted store).
     pub key: String,
-    pub weight: f32,
     /// The keys of the same entity under other names (aliases consolidation merged).
     pub aliases: Vec<String>,
     /// As the query wrote it.
     pub written: String,
-    /// The share of the memories in scope that mention it, 0–1.
+    /// The share of the memories in scope that mention it, 0–1 (above 0).
     pub share: f32,
+}
+
+impl QueryEntity {
+    /// How much naming it says (inverse document frequency): ln(1 + memories / mentioning).
+    pub fn weight(&self) -> f32 {
+        (1.0 + 1.0 / self.share).ln()
+    }
 }
 
 impl Gazetteer {
@@ -104,8 +110,8 @@ impl Gazetteer {
         self.known_in(self.read().get(namespace), folded)
     }
 
-    /// The known entities a query names, in `namespace` (or in all), each weighted by how
-    /// rare it is there: ln(1 + memories / memories mentioning it).
+    /// The known entities a query names, in `namespace` (or in all), each with the share of
+    /// the memories there that mention it (its weight follows: [`QueryEntity::weight`]).
     pub fn query_entities(&self, namespace: Option<&str>, query: &str) -> Vec<QueryEntity> {
         let names = self.read();
         let scope: Vec<&Names> = match namespace {
@@ -129,7 +135,6 @@ impl Gazetteer {
                 let key = self.store.entity_key(&m.key);
                 let df = mentions(&key);
                 (df > 0).then(|| QueryEntity {
-                    weight: (1.0 + memories as f32 / df as f32).ln(),
                     aliases: Vec::new(),
                     written: m.name.clone(),
                     share: df as f32 / memories.max(1) as f32,
@@ -161,7 +166,7 @@ fn count(
 /// The share of the query's entity weight that `entities` (a memory's, as stored) carry:
 /// 0 when the query names no known entity.
 pub fn entity_match(query: &[QueryEntity], entities: &[String]) -> f32 {
-    let total: f32 = query.iter().map(|q| q.weight).sum();
+    let total: f32 = query.iter().map(QueryEntity::weight).sum();
     if total <= 0.0 {
         return 0.0;
     }
@@ -172,7 +177,7 @@ pub fn entity_match(query: &[QueryEntity], entities: &[String]) -> f32 {
                 .iter()
                 .any(|e| *e == q.key || q.aliases.contains(e))
         })
-        .map(|q| q.weight)
+        .map(|q| q.weight())
         .sum();
     matched / total
 }
@@ -210,7 +215,7 @@ mod tests {
         let names = Gazetteer::new(store.clone());
         assert_eq!(names.load().await.unwrap(), 2);
         let q = names.query_entities(Some("chat"), "did caroline ever move to Sweden?");
-        let weight = |k: &str| q.iter().find(|e| e.key == k).map(|e| e.weight);
+        let weight = |k: &str| q.iter().find(|e| e.key == k).map(|e| e.weight());
         let (common, rare) = (weight("caroline").unwrap(), weight("sweden").unwrap());
         assert!(rare > 3.0 * common, "sweden {rare} vs caroline {common}");
         assert!(names.query_entities(Some("other"), "sweden").is_empty());

@@ -111,7 +111,10 @@ impl Ingest {
             .filter(|(r, _)| r.valid_to.is_none())
             .map(|(r, m)| (r.clone(), m))
             .collect();
-        current.sort_by_key(|(r, _)| (first_said[r.lineage.as_str()], r.lineage.clone()));
+        current.sort_by(|(a, _), (b, _)| {
+            let said = |r: &MemoryRecord| first_said[r.lineage.as_str()];
+            (said(a), &a.lineage).cmp(&(said(b), &b.lineage))
+        });
         let (current, current_mentions): (Vec<MemoryRecord>, Vec<_>) = current.into_iter().unzip();
         let now = now_micros();
         let edges = self.linker.link(&current, now).await?;

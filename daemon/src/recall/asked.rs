@@ -25,22 +25,23 @@ pub fn without_common_names(query: &str, named: &[QueryEntity], share: f32) -> O
     }
     let words: Vec<&str> = query.split_whitespace().collect();
     let folded: Vec<String> = words.iter().map(|w| fold(w)).collect();
+    // Indices of the words kept.
     let mut kept = Vec::new();
     let mut i = 0;
     while i < words.len() {
         match common.iter().find(|name| folded[i..].starts_with(name)) {
             Some(name) => i += name.len(),
             None => {
-                kept.push(words[i]);
+                kept.push(i);
                 i += 1;
             }
         }
     }
     let content = kept
         .iter()
-        .map(|w| fold(w))
-        .any(|w| !w.is_empty() && !is_common_word(&w));
-    (kept.len() < words.len() && content).then(|| kept.join(" "))
+        .any(|&i| !folded[i].is_empty() && !is_common_word(&folded[i]));
+    let asked: Vec<&str> = kept.iter().map(|&i| words[i]).collect();
+    (kept.len() < words.len() && content).then(|| asked.join(" "))
 }
 
 #[cfg(test)]
@@ -57,7 +58,6 @@ mod tests {
     fn named(written: &str, share: f32) -> QueryEntity {
         QueryEntity {
             key: fold(written),
-            weight: (1.0 + 1.0 / share).ln(),
             aliases: Vec::new(),
             written: written.into(),
             share,

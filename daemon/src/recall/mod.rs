@@ -163,7 +163,6 @@ impl Recall {
             let vector = self.query_vector(legs_query).await?;
             let embedded = started.elapsed();
             let held = if plain_filter && !p.exact {
-                let namespace = p.filter.namespace.as_deref();
                 store.nearest_held(&vector, namespace, pool).await?
             } else {
                 None
