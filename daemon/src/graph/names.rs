@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 use crate::store::filter::current;
 use crate::store::{MemoryRecord, Store, StoreError};
 use crate::understand::entities::{extract, Mention};
+use crate::understand::mentions;
 
 #[derive(Default)]
 struct Names {
@@ -97,7 +98,7 @@ impl Gazetteer {
     pub fn extract(&self, namespace: &str, text: &str) -> Vec<Mention> {
         let names = self.read();
         let known = names.get(namespace);
-        extract(text, &|folded| self.known_in(known, folded))
+        mentions(text, &|folded| self.known_in(known, folded))
     }
 
     fn known_in(&self, names: Option<&Names>, folded: &str) -> bool {

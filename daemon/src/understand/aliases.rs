@@ -208,10 +208,14 @@ pub fn addressed(text: &str) -> Option<String> {
             return name_at(&t, at);
         }
     }
-    // Closing: ", Mel!" at the end of the line.
+    // Closing: ", Mel!" at the end of the line, after a word that is not a name itself
+    // ("in Paris, France!" names a place).
     let last = t.len().checked_sub(1)?;
     let (_, raw) = t[last];
-    if last >= 1 && t[last - 1].1.ends_with(',') && raw.ends_with(['!', '.', '?']) {
+    let before = last.checked_sub(1).map(|b| t[b].1);
+    if before.is_some_and(|b| b.ends_with(',') && name_word(b).is_none())
+        && raw.ends_with(['!', '.', '?'])
+    {
         return name_word(raw).map(fold);
     }
     None
@@ -281,9 +285,8 @@ mod tests {
             // Not greetings.
             ("Caroline: Mel went to the park", None),
             ("Caroline: Hey, how are you?", None),
-            // A place, found as if greeted: consolidation keeps only the names of the other
-            // speakers of the session, so nothing comes of it.
-            ("Caroline: I went to Paris, France!", Some("france")),
+            // A place after a place.
+            ("Caroline: I went to Paris, France!", None),
             ("Caroline: The trip was fun.", None),
             ("Caroline: Thanks, I will.", None),
             ("Caroline: Wow, Sweden sounds lovely", None),
