@@ -275,6 +275,10 @@ pub struct ScoreExplain {
     /// mentions, 0–1; 0 when the query names none the store knows.
     #[serde(default)]
     pub entity: f32,
+    /// 1 when the memory is by someone the query names (its speaker) or, without a
+    /// speaker, names them first; 0 otherwise.
+    #[serde(default)]
+    pub subject: f32,
     /// What the memory drew from a strong result it is linked to (the same conversation a
     /// turn or two away): that result's score times the path's edge weights; 0 when none.
     #[serde(default)]
@@ -319,6 +323,8 @@ pub struct ScoreWeights {
     pub recency: f32,
     #[serde(default)]
     pub entity: f32,
+    #[serde(default)]
+    pub subject: f32,
     #[serde(default)]
     pub graph: f32,
     #[serde(default)]

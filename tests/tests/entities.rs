@@ -1,6 +1,7 @@
 //! Entities through the real daemon: names found at ingest (the speaker, relations, names
 //! learned earlier and written in lower case later) lift the memories that mention what a
-//! query names, rare names more than common ones, in a plain and in an encrypted store.
+//! query names, rare names more than common ones, and a speaker's own lines above the replies
+//! to them, in a plain and in an encrypted store.
 
 use mnemo_client::Client;
 use mnemo_protocol::memory::*;
@@ -126,10 +127,51 @@ async fn names_lift_the_memories_that_mention_them(daemon: &Daemon) {
     );
 }
 
+/// A question about someone is answered by what they said: their own lines rank above the
+/// other side's lines that greet them or speak of them.
+async fn a_speakers_own_lines_rank_above_the_lines_to_or_about_them(daemon: &Daemon) {
+    let mut c = daemon.client().await;
+    let ns = "talk";
+    let hers = add(
+        &mut c,
+        ns,
+        "Maria: I grow tomatoes and basil on the balcony",
+    )
+    .await;
+    let reply = add(
+        &mut c,
+        ns,
+        "John: Hey Maria, what do you grow on the balcony?",
+    )
+    .await;
+    let about = add(&mut c, ns, "John: Maria grows tomatoes and basil").await;
+    add(&mut c, ns, "John: my basil died in the heat").await;
+    let r = search(&mut c, ns, "what does Maria grow on the balcony?").await;
+    let explain = |id: &str| {
+        r.hits
+            .iter()
+            .find(|h| h.memory.id == id)
+            .and_then(|h| h.explain.clone())
+            .unwrap_or_else(|| panic!("{id} not found in {r:?}"))
+    };
+    assert_eq!(r.hits[0].memory.id, hers, "her own line first: {r:?}");
+    assert_eq!(explain(&hers).subject, 1.0, "{r:?}");
+    // Greeted or spoken of: mentions of Maria, not by her.
+    for other in [&reply, &about] {
+        assert_eq!(explain(other).subject, 0.0, "{r:?}");
+        assert!(explain(other).entity > 0.99, "{r:?}");
+    }
+    assert!(
+        explain(&hers).weights.subject > 0.0,
+        "the weight is reported"
+    );
+}
+
 #[tokio::test]
 async fn entities_in_a_plain_store() {
     let daemon = Daemon::start_with(Embedder::Hashed, &[]);
     names_lift_the_memories_that_mention_them(&daemon).await;
+    a_speakers_own_lines_rank_above_the_lines_to_or_about_them(&daemon).await;
 }
 
 #[tokio::test]
@@ -140,6 +182,7 @@ async fn entities_in_an_encrypted_store_hold_no_name_on_disk() {
         &[],
     );
     names_lift_the_memories_that_mention_them(&daemon).await;
+    a_speakers_own_lines_rank_above_the_lines_to_or_about_them(&daemon).await;
     let mut c = daemon.client().await;
     add(&mut c, "chat", "Caroline: Quintessaria from Uppsala called").await;
     let db = daemon.data_dir.join("db");

@@ -209,6 +209,11 @@ pub struct SearchConfig {
     /// Weight of the entity component: memories that mention the names a query names (rare
     /// names count more) rank higher. 0 turns it off.
     pub entity_weight: f32,
+    /// Weight of the subject component: a memory by someone the query names (the speaker of
+    /// a `Name: …` line) or, without a speaker, naming them first, ranks above one that
+    /// only mentions them: "What does Maria like?" is answered by what Maria said, not by
+    /// the replies to her. 0 turns it off.
+    pub subject_weight: f32,
     /// A name at least this share of a namespace's memories mention (its owner, the other
     /// side of a chat) is left out of what the vector and full-text retrievers are asked: it
     /// tells little about which memories answer, yet outweighs the rest of a short memory's
@@ -310,6 +315,7 @@ impl Default for SearchConfig {
             fusion: Fusion::Weighted,
             text_weight: 0.5,
             entity_weight: 0.1,
+            subject_weight: 0.2,
             common_name_share: 0.25,
             graph_weight: 0.6,
             graph_seeds: 5,
@@ -417,6 +423,7 @@ impl Config {
         self.salience.validate().map_err(ConfigError::Invalid)?;
         let weights = [
             search.entity_weight,
+            search.subject_weight,
             search.graph_weight,
             search.text_weight,
             search.time_weight,

@@ -478,6 +478,9 @@ fn explain_hit(h: &SearchHit, recency: f32) -> String {
     if e.entity > 0.0 {
         parts.push(format!("names {:.2}", e.entity));
     }
+    if e.subject > 0.0 {
+        parts.push("by whom it names".into());
+    }
     parts.push(format!("recency {recency:.2}"));
     parts.join(", ")
 }

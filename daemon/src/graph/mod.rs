@@ -9,5 +9,5 @@ pub mod walk;
 
 pub use entities::EntityBook;
 pub use links::Linker;
-pub use names::{entity_match, Gazetteer, QueryEntity};
+pub use names::{entity_match, subject_match, Gazetteer, QueryEntity};
 pub use walk::Graph;

@@ -12,7 +12,6 @@ use std::sync::{Arc, RwLock};
 use crate::store::filter::current;
 use crate::store::{MemoryRecord, Store, StoreError};
 use crate::understand::entities::{extract, Mention};
-use crate::understand::mentions;
 
 #[derive(Default)]
 struct Names {
@@ -98,7 +97,7 @@ impl Gazetteer {
     pub fn extract(&self, namespace: &str, text: &str) -> Vec<Mention> {
         let names = self.read();
         let known = names.get(namespace);
-        mentions(text, &|folded| self.known_in(known, folded))
+        extract(text, &|folded| self.known_in(known, folded))
     }
 
     fn known_in(&self, names: Option<&Names>, folded: &str) -> bool {
@@ -183,6 +182,22 @@ pub fn entity_match(query: &[QueryEntity], entities: &[String]) -> f32 {
     matched / total
 }
 
+/// 1 when the first entity of a memory's `entities` (as stored: its speaker when it has one,
+/// else the first name it mentions) is one the query names, under any alias; else 0.
+pub fn subject_match(query: &[QueryEntity], entities: &[String]) -> f32 {
+    let Some(first) = entities.first() else {
+        return 0.0;
+    };
+    let named = query
+        .iter()
+        .any(|q| *first == q.key || q.aliases.contains(first));
+    if named {
+        1.0
+    } else {
+        0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +208,31 @@ mod tests {
         r.entities = entities.iter().map(|e| e.to_string()).collect();
         r.vector = vec![0.0; 4];
         r
+    }
+
+    #[test]
+    fn the_subject_is_the_first_entity_under_any_alias() {
+        let query = |key: &str, aliases: &[&str]| QueryEntity {
+            key: key.into(),
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            written: key.into(),
+            share: 0.5,
+        };
+        let melanie = [query("melanie", &["mel"])];
+        let entities = |e: &[&str]| e.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        let cases: &[(&[&str], f32)] = &[
+            // Melanie's own line.
+            (&["melanie", "pottery"], 1.0),
+            // Under the alias consolidation proved.
+            (&["mel"], 1.0),
+            // Caroline's line that speaks of Melanie: a mention, not the subject.
+            (&["caroline", "melanie"], 0.0),
+            (&[], 0.0),
+        ];
+        for (e, want) in cases {
+            assert_eq!(subject_match(&melanie, &entities(e)), *want, "{e:?}");
+        }
+        assert_eq!(subject_match(&[], &entities(&["melanie"])), 0.0);
     }
 
     #[tokio::test]

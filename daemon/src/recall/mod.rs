@@ -22,7 +22,7 @@ use crate::access::AccessRecorder;
 use crate::config::SearchConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
-use crate::graph::{entity_match, EntityBook, Gazetteer, Graph};
+use crate::graph::{entity_match, subject_match, EntityBook, Gazetteer, Graph};
 use crate::knowledge::Knowledge;
 use crate::store::filter::predicate;
 use crate::store::{Pred, Store};
@@ -139,7 +139,7 @@ impl Recall {
         let held_namespace = plain_filter.then_some(p.filter.namespace.as_deref());
 
         let namespace = p.filter.namespace.as_deref();
-        let mut named = if self.config.entity_weight > 0.0 {
+        let mut named = if self.config.entity_weight > 0.0 || self.config.subject_weight > 0.0 {
             self.names.query_entities(namespace, &p.query)
         } else {
             Vec::new()
@@ -222,6 +222,7 @@ impl Recall {
         let name_them = |c: &mut Candidate| {
             if !named.is_empty() {
                 c.entity = entity_match(&named, &c.record.entities);
+                c.subject = subject_match(&named, &c.record.entities);
             }
             if let Some(span) = &asked {
                 c.time = time_match(span.start, span.end, &c.record);

@@ -21,6 +21,8 @@ pub struct Candidate {
     pub text_score: Option<f32>,
     /// The share of the query's entities this memory mentions (`graph::entity_match`).
     pub entity: f32,
+    /// Whether it is by (or first about) someone the query names (`graph::subject_match`).
+    pub subject: f32,
     /// What it draws from a strong result beside it (`graph::spread`), and that result's id.
     pub graph: f32,
     pub graph_via: Option<String>,
@@ -46,6 +48,7 @@ impl Candidate {
             text_rank: None,
             text_score: None,
             entity: 0.0,
+            subject: 0.0,
             graph: 0.0,
             graph_via: None,
             time: 0.0,
@@ -74,6 +77,7 @@ impl RankSettings {
                 strength: config.strength_weight,
                 recency: config.recency_weight,
                 entity: config.entity_weight,
+                subject: config.subject_weight,
                 graph: config.graph_weight,
                 time: config.time_weight,
             },
@@ -182,6 +186,7 @@ pub fn fuse_and_rank(
                 + w.strength * strength
                 + w.recency * recency
                 + w.entity * c.entity
+                + w.subject * c.subject
                 + w.graph * c.graph
                 + w.time * c.time;
             let explain = ScoreExplain {
@@ -194,6 +199,7 @@ pub fn fuse_and_rank(
                 strength,
                 recency,
                 entity: c.entity,
+                subject: c.subject,
                 graph: c.graph,
                 graph_via: c.graph_via.clone(),
                 time: c.time,

@@ -167,6 +167,9 @@ impl Output {
                         e.recency,
                         e.entity
                     ));
+                    if e.subject > 0.0 {
+                        lines.push("      subject: by (or first about) a name the query names".into());
+                    }
                     if e.graph > 0.0 {
                         lines.push(format!(
                             "      graph {:.3} beside {}",

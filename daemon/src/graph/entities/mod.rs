@@ -18,8 +18,7 @@ use crate::shutdown::Shutdown;
 use crate::store::entities::{entity_id, EntityRecord};
 use crate::store::filter::current;
 use crate::store::{MemoryRecord, Store, StoreError};
-use crate::understand;
-use crate::understand::entities::{fold, Mention};
+use crate::understand::entities::{extract, fold, Mention};
 
 mod merge;
 use merge::root;
@@ -179,7 +178,7 @@ impl EntityBook {
         let mut known: HashMap<String, HashSet<String>> = HashMap::new();
         for r in &rows {
             let names = known.entry(r.namespace.clone()).or_default();
-            let mentions = understand::mentions(&r.content, &|k| names.contains(k));
+            let mentions = extract(&r.content, &|k| names.contains(k));
             names.extend(mentions.iter().map(|m| m.key.clone()));
             self.added(std::slice::from_ref(r), &[mentions]);
         }
