@@ -44,6 +44,27 @@ pub fn without_common_names(query: &str, named: &[QueryEntity], share: f32) -> O
     (kept.len() < words.len() && content).then(|| asked.join(" "))
 }
 
+/// Words that make a query a question and say nothing of its answer: wh-words and
+/// auxiliaries. The full-text analyzer keeps them (its stop words are Lucene's few), and in a
+/// store of conversations many memories are questions: "What does Melanie do to destress?"
+/// found "What does it mean to you?" first by its words.
+const QUESTION_WORDS: &[&str] = &[
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "do", "does", "did",
+    "has", "have", "had", "can", "could", "would", "should", "shall", "may", "might", "must", "am",
+];
+
+/// What the full-text retriever is asked: `query` without its [`QUESTION_WORDS`]; None when
+/// it has none, or nothing else ("What did?" is asked as written).
+pub fn without_question_words(query: &str) -> Option<String> {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let kept: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !QUESTION_WORDS.contains(&fold(w).as_str()))
+        .collect();
+    (kept.len() < words.len() && !kept.is_empty()).then(|| kept.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +142,26 @@ mod tests {
             None,
             "a name under the share is kept"
         );
+    }
+
+    #[test]
+    fn question_words_are_not_asked_of_the_full_text_index() {
+        let cases: &[(&str, Option<&str>)] = &[
+            (
+                "What does Melanie do to destress?",
+                Some("Melanie to destress?"),
+            ),
+            (
+                "When did Caroline go to Sweden?",
+                Some("Caroline go to Sweden?"),
+            ),
+            ("How has Jon's studio done?", Some("Jon's studio done?")),
+            // Nothing to leave out, or nothing left.
+            ("pottery class with the kids", None),
+            ("What did?", None),
+        ];
+        for (query, want) in cases {
+            assert_eq!(without_question_words(query).as_deref(), *want, "{query}");
+        }
     }
 }

@@ -187,8 +187,10 @@ impl Recall {
             if p.mode == SearchMode::Vector || !store.text_index_ready() {
                 return Ok::<_, Error>(Vec::new());
             }
+            let words = asked::without_question_words(legs_query);
+            let words = words.as_deref().unwrap_or(legs_query);
             let hits = store
-                .text_search(legs_query, &predicate, pool, held_namespace)
+                .text_search(words, &predicate, pool, held_namespace)
                 .await?;
             tracing::debug!("search: text leg done at {:.1} ms", ms(started.elapsed()));
             Ok(hits)
