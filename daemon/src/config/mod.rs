@@ -315,7 +315,7 @@ impl Default for SearchConfig {
             fusion: Fusion::Weighted,
             text_weight: 0.5,
             entity_weight: 0.1,
-            subject_weight: 0.2,
+            subject_weight: 0.3,
             common_name_share: 0.25,
             graph_weight: 0.6,
             graph_seeds: 5,
