@@ -47,7 +47,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                         let rank = |r: Option<usize>| r.map_or("–".into(), |r| format!("#{r}"));
                         lines.push(Line::from(
                             format!(
-                                "      vector {} {}  text {} {}  relevance {:.2}  salience {:.1}  strength {:.2}  recency {:.2}  entities {:.2}  graph {:.2}",
+                                "    vector {} {}  text {} {}  relevance {:.2}  salience {:.1}  strength {:.2}  recency {:.2}  entities {:.2}{}  graph {:.2}",
                                 rank(e.vector_rank),
                                 e.vector_similarity.map_or("–".into(), |s| format!("{s:.2}")),
                                 rank(e.text_rank),
@@ -57,6 +57,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                                 e.strength,
                                 e.recency,
                                 e.entity,
+                                if e.subject > 0.0 { " (by them)" } else { "" },
                                 e.graph
                             )
                             .dark_gray(),
@@ -260,7 +261,7 @@ mod tests {
             "hits": [{"memory": memory("a", "I like green tea"), "score": 0.912,
                       "explain": {"vector_rank": 1, "vector_similarity": 0.71, "text_rank": 2,
                                   "text_score": 1.5, "relevance": 0.88, "salience": 6.0,
-                                  "strength": 0.8, "recency": 1.0,
+                                  "strength": 0.8, "recency": 1.0, "entity": 1.0, "subject": 1.0,
                                   "weights": {"relevance": 0.9, "salience": 0.04, "strength": 0.03, "recency": 0.03},
                                   "score": 0.912}}],
             "mode": "hybrid", "embedder": "minilm", "took_ms": 12.0
@@ -274,6 +275,7 @@ mod tests {
             screen.contains("vector #1 0.71  text #2 1.50  relevance 0.88"),
             "{screen}"
         );
+        assert!(screen.contains("entities 1.00 (by them)"), "{screen}");
     }
 
     #[test]
