@@ -45,9 +45,9 @@ pub fn without_common_names(query: &str, named: &[QueryEntity], share: f32) -> O
 }
 
 /// Words that make a query a question and say nothing of its answer: wh-words and
-/// auxiliaries. The full-text analyzer keeps them (its stop words are Lucene's few), and in a
-/// store of conversations many memories are questions: "What does Melanie do to destress?"
-/// found "What does it mean to you?" first by its words.
+/// auxiliaries. The full-text index matches them (`mnemo search "What does" --mode text` finds
+/// "What does it mean to you?"), and in a store of conversations many memories are questions:
+/// "What does Melanie do to destress?" found that one first by its words.
 const QUESTION_WORDS: &[&str] = &[
     "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "do", "does", "did",
     "has", "have", "had", "can", "could", "would", "should", "shall", "may", "might", "must", "am",
