@@ -45,9 +45,10 @@ pub fn without_common_names(query: &str, named: &[QueryEntity], share: f32) -> O
 }
 
 /// Words that make a query a question and say nothing of its answer: wh-words and
-/// auxiliaries. The full-text index matches them (`mnemo search "What does" --mode text` finds
-/// "What does it mean to you?"), and in a store of conversations many memories are questions:
-/// "What does Melanie do to destress?" found that one first by its words.
+/// auxiliaries. The full-text analyzer stems before it drops stop words, so "does" (as "doe")
+/// is matched (`mnemo search "What does" --mode text` finds "What does it mean to you?"), and
+/// in a store of conversations many memories are questions: "What does Melanie do to
+/// destress?" found that one first by its words.
 const QUESTION_WORDS: &[&str] = &[
     "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "do", "does", "did",
     "has", "have", "had", "can", "could", "would", "should", "shall", "may", "might", "must", "am",
