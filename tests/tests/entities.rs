@@ -34,13 +34,17 @@ async fn search(c: &mut Client, namespace: &str, query: &str) -> SearchResult {
     .unwrap()
 }
 
-fn entity_of(r: &SearchResult, id: &str) -> f32 {
+/// How the hit `id` of `r` was scored.
+fn explain_of<'a>(r: &'a SearchResult, id: &str) -> &'a ScoreExplain {
     r.hits
         .iter()
         .find(|h| h.memory.id == id)
         .and_then(|h| h.explain.as_ref())
-        .map(|e| e.entity)
         .unwrap_or_else(|| panic!("{id} not found in {r:?}"))
+}
+
+fn entity_of(r: &SearchResult, id: &str) -> f32 {
+    explain_of(r, id).entity
 }
 
 async fn names_lift_the_memories_that_mention_them(daemon: &Daemon) {
@@ -147,13 +151,7 @@ async fn a_speakers_own_lines_rank_above_the_lines_to_or_about_them(daemon: &Dae
     let about = add(&mut c, ns, "John: Maria grows tomatoes and basil").await;
     add(&mut c, ns, "John: my basil died in the heat").await;
     let r = search(&mut c, ns, "what does Maria grow on the balcony?").await;
-    let explain = |id: &str| {
-        r.hits
-            .iter()
-            .find(|h| h.memory.id == id)
-            .and_then(|h| h.explain.clone())
-            .unwrap_or_else(|| panic!("{id} not found in {r:?}"))
-    };
+    let explain = |id: &str| explain_of(&r, id);
     assert_eq!(r.hits[0].memory.id, hers, "her own line first: {r:?}");
     assert_eq!(explain(&hers).subject, 1.0, "{r:?}");
     // Greeted or spoken of: mentions of Maria, not by her.

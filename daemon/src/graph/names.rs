@@ -40,6 +40,11 @@ pub struct QueryEntity {
 }
 
 impl QueryEntity {
+    /// Whether `key` (a memory's entity, as stored) is this entity, under any alias.
+    pub fn is(&self, key: &str) -> bool {
+        self.key == key || self.aliases.iter().any(|a| a == key)
+    }
+
     /// How much naming it says (inverse document frequency): ln(1 + memories / mentioning).
     pub fn weight(&self) -> f32 {
         (1.0 + 1.0 / self.share).ln()
@@ -172,11 +177,7 @@ pub fn entity_match(query: &[QueryEntity], entities: &[String]) -> f32 {
     }
     let matched: f32 = query
         .iter()
-        .filter(|q| {
-            entities
-                .iter()
-                .any(|e| *e == q.key || q.aliases.contains(e))
-        })
+        .filter(|q| entities.iter().any(|e| q.is(e)))
         .map(|q| q.weight())
         .sum();
     matched / total
@@ -185,17 +186,10 @@ pub fn entity_match(query: &[QueryEntity], entities: &[String]) -> f32 {
 /// 1 when the first entity of a memory's `entities` (as stored: its speaker when it has one,
 /// else the first name it mentions) is one the query names, under any alias; else 0.
 pub fn subject_match(query: &[QueryEntity], entities: &[String]) -> f32 {
-    let Some(first) = entities.first() else {
-        return 0.0;
-    };
-    let named = query
-        .iter()
-        .any(|q| *first == q.key || q.aliases.contains(first));
-    if named {
-        1.0
-    } else {
-        0.0
-    }
+    let named = entities
+        .first()
+        .is_some_and(|first| query.iter().any(|q| q.is(first)));
+    f32::from(u8::from(named))
 }
 
 #[cfg(test)]
