@@ -156,8 +156,9 @@ pub async fn serve(stream: Stream, engine: Arc<State>, router: Arc<Router>, trac
     drop(replies);
     let _ = writer.await;
     engine.connections.fetch_sub(1, Ordering::Relaxed);
+    // glibc keeps what such a connection freed, and the daemon would stay at its peak size.
     if bytes_read > 16 << 20 {
-        give_back_memory();
+        crate::process::release_freed_memory();
     }
 }
 
@@ -184,14 +185,4 @@ async fn next_frame(
         _ => None,
     };
     Ok(Some((frame, turn, bytes)))
-}
-
-/// Returns freed heap to the system after a connection that moved a lot of data: glibc keeps
-/// it otherwise, and the daemon would stay at its peak size.
-fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory; it has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }

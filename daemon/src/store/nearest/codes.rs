@@ -218,11 +218,14 @@ impl Codes {
         };
         let mut query = Vec::with_capacity(self.dim);
         quantize(vector, &mut query, None);
-        let mut scored = scan(self, &query, space);
-        if scored.len() > limit {
-            scored.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
-            scored.truncate(limit);
-        }
+        let scored = scan(
+            self,
+            Ask {
+                query: &query,
+                space,
+                limit,
+            },
+        );
         let length = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
         let mut refined: Vec<(f32, u32)> = scored
             .into_iter()
@@ -330,44 +333,58 @@ fn rest_of(rests: &[u8], j: usize) -> f32 {
     f32::from(half as i8 - 8) / 15.0
 }
 
-/// Every row's approximate score against the query's codes, by the loop compiled for the
-/// widest vectors the CPU has. The scan streams every code from memory once (38 MB at 100k
+/// What a scan looks for: rows near `query` (codes), of namespace `space` (all when None),
+/// the `limit` best.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    query: &'a [i8],
+    space: Option<u32>,
+    limit: usize,
+}
+
+/// The best rows by approximate score against the query's codes (in no order), by the loop
+/// compiled for the widest vectors the CPU has. The scan streams every code from memory once (38 MB at 100k
 /// MiniLM rows) and is bound by memory bandwidth: split between two threads it took as long
 /// as on one.
-fn scan(codes: &Codes, query: &[i8], space: Option<u32>) -> Vec<(f32, u32)> {
+fn scan(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has AVX-512 BW (checked just above).
-            return unsafe { scan_avx512(codes, query, space) };
+            return unsafe { scan_avx512(codes, ask) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { scan_avx2(codes, query, space) };
+            return unsafe { scan_avx2(codes, ask) };
         }
     }
-    scan_portable(codes, query, space)
+    scan_portable(codes, ask)
 }
 
 /// The same loop compiled for AVX-512, which vectorises the byte products 64 at a time
 /// (100k MiniLM rows, caches cold: 1.25 ms rather than 1.55 with AVX2).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn scan_avx512(codes: &Codes, query: &[i8], space: Option<u32>) -> Vec<(f32, u32)> {
-    scan_portable(codes, query, space)
+unsafe fn scan_avx512(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
+    scan_portable(codes, ask)
 }
 
 /// The same loop compiled for AVX2, which vectorises the byte products 32 at a time.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn scan_avx2(codes: &Codes, query: &[i8], space: Option<u32>) -> Vec<(f32, u32)> {
-    scan_portable(codes, query, space)
+unsafe fn scan_avx2(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
+    scan_portable(codes, ask)
 }
 
 #[inline(always)]
-fn scan_portable(codes: &Codes, query: &[i8], space: Option<u32>) -> Vec<(f32, u32)> {
+fn scan_portable(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
+    let Ask {
+        query,
+        space,
+        limit,
+    } = ask;
     let dim = codes.dim;
-    let mut scored = Vec::with_capacity(codes.len());
+    let mut best = Best::new(limit);
     for (i, row) in codes.codes.chunks_exact(dim).enumerate() {
         let row_space = codes.space_of[i];
         if row_space == RETIRED || space.is_some_and(|s| row_space != s) {
@@ -378,9 +395,60 @@ fn scan_portable(codes: &Codes, query: &[i8], space: Option<u32>) -> Vec<(f32, u
             .zip(query)
             .map(|(&a, &b)| i32::from(a as i16 * b as i16))
             .sum();
-        scored.push((dot as f32 * codes.scales[i], i as u32));
+        best.offer(dot as f32 * codes.scales[i], i as u32);
     }
-    scored
+    best.into_rows()
+}
+
+/// The `limit` best-scored rows a scan has seen, in no order. It keeps at most twice that,
+/// dropping the worse half when full, so a search never holds a score for every row: at
+/// 100k rows that was an 800 KB buffer a query, which glibc maps and unmaps each time
+/// (`main.rs` fixes its mmap threshold).
+struct Best {
+    rows: Vec<(f32, u32)>,
+    limit: usize,
+    /// The `limit`-th best score kept at the last drop: no row at or under it can be among
+    /// the best.
+    floor: f32,
+}
+
+impl Best {
+    fn new(limit: usize) -> Self {
+        Self {
+            rows: Vec::with_capacity(2 * limit),
+            limit,
+            // With no room, no row is among the best.
+            floor: if limit == 0 {
+                f32::INFINITY
+            } else {
+                f32::NEG_INFINITY
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, score: f32, row: u32) {
+        if score > self.floor {
+            self.rows.push((score, row));
+            if self.rows.len() >= 2 * self.limit {
+                self.drop_the_worse();
+            }
+        }
+    }
+
+    fn drop_the_worse(&mut self) {
+        if self.rows.len() > self.limit && self.limit > 0 {
+            self.rows
+                .select_nth_unstable_by(self.limit - 1, |a, b| b.0.total_cmp(&a.0));
+            self.rows.truncate(self.limit);
+            self.floor = self.rows[self.limit - 1].0;
+        }
+    }
+
+    fn into_rows(mut self) -> Vec<(f32, u32)> {
+        self.drop_the_worse();
+        self.rows
+    }
 }
 
 #[cfg(test)]
@@ -461,10 +529,45 @@ mod tests {
         let mut query = Vec::new();
         quantize(&rows[5], &mut query, None);
         for space in [None, Some(0), Some(1)] {
-            let portable = scan_portable(&codes, &query, space);
+            let ask = Ask {
+                query: &query,
+                space,
+                limit: 500,
+            };
+            let portable = scan_portable(&codes, ask);
             assert!(!portable.iter().any(|&(_, i)| i == 7), "a retired row");
-            assert_eq!(scan(&codes, &query, space), portable);
+            assert_eq!(scan(&codes, ask), portable);
         }
+    }
+
+    #[test]
+    fn the_scan_keeps_the_best_scored_rows_whatever_their_order() {
+        let dim = 384;
+        let rows = vectors(1000, dim, 13);
+        let codes = held_codes(&rows, |_| "a");
+        let mut query = Vec::new();
+        quantize(&rows[42], &mut query, None);
+        let ask = |limit| Ask {
+            query: &query,
+            space: None,
+            limit,
+        };
+        let mut every = scan(&codes, ask(rows.len()));
+        assert_eq!(
+            every.len(),
+            rows.len(),
+            "a limit past the rows keeps them all"
+        );
+        every.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for limit in [1, 7, 50, 333] {
+            let mut best = scan(&codes, ask(limit));
+            best.sort_by(|a, b| b.0.total_cmp(&a.0));
+            assert_eq!(best.len(), limit);
+            // Scores, not rows: equal scores may be kept either way.
+            let scores = |v: &[(f32, u32)]| v.iter().map(|&(s, _)| s).collect::<Vec<_>>();
+            assert_eq!(scores(&best), scores(&every[..limit]), "limit {limit}");
+        }
+        assert!(scan(&codes, ask(0)).is_empty());
     }
 
     #[test]
