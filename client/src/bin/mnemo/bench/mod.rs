@@ -495,8 +495,11 @@ async fn search(
             "search {mode:?} at {size} memories: {}  ({queries} queries, k=10, through the socket)",
             latency(&took)
         );
+        // Memory as searching leaves it, before the exact scans below read every vector.
+        let searching = resident(client).await?;
         // What the approximate index gives up: its top 10 against the exact top 10. A text
         // search has no vector leg (and the exact scans would hide its own memory use).
+        let mut after_exact = String::new();
         if mode != SearchMode::Text {
             let (ann_took, ann) =
                 timed_searches(client, queries, |q| ask(q, SearchMode::Vector, false)).await?;
@@ -514,8 +517,9 @@ async fn search(
                 latency(&exact_took),
                 found as f64 / wanted.max(1) as f64
             );
+            after_exact = format!("; {} after the exact scans", resident(client).await?);
         }
-        println!("  mnemod at {size}: {}", resident(client).await?);
+        println!("  mnemod at {size}: {searching} after the searches{after_exact}");
     }
     Ok(())
 }
