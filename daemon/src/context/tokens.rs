@@ -2,7 +2,7 @@
 //! ship inside the `tiktoken-rs` crate, so nothing is fetched at run time.
 //!
 //! mnemod only counts, so it keeps the tables in a form made for that: every token's bytes
-//! in one buffer, found by a hash table of ranks (~5 MB for o200k_base). `tiktoken-rs`'s
+//! in one buffer, found by a hash table of ranks (~4 MB for o200k_base). `tiktoken-rs`'s
 //! `CoreBPE` also keeps a decoder, a sorted copy and one heap allocation per token (~30 MB
 //! at o200k_base, an eighth of the daemon's heap at 100k memories); it is built once to read
 //! the tables, then dropped.
