@@ -21,7 +21,11 @@ pub(super) struct Codes {
     /// What turns a row's byte dot product back into a cosine: its largest component / 127
     /// over its length.
     scales: Vec<f32>,
-    ids: Vec<Box<str>>,
+    /// Every row's id, one after another; row `i`'s ends at `id_ends[i]`. One allocation,
+    /// not a box a row: boxes took 64 B a row, and, made among the passing allocations of
+    /// the read that fills the codes, they kept pages of freed heap from going back.
+    id_text: String,
+    id_ends: Vec<usize>,
     /// None for a row written after the codes were read (it is read by id).
     row_ids: Vec<Option<u64>>,
     /// Index into `spaces` of each row's namespace; [`RETIRED`] for a row no longer held.
@@ -61,14 +65,16 @@ impl Codes {
 
     /// Rows held.
     pub(super) fn len(&self) -> usize {
-        self.ids.len() - self.retired
+        self.id_ends.len() - self.retired
     }
 
     pub(super) fn reserve(&mut self, rows: usize) {
         self.codes.reserve_exact(rows * self.dim);
         self.rests.reserve_exact(rows * rest_bytes(self.dim));
         self.scales.reserve_exact(rows);
-        self.ids.reserve_exact(rows);
+        // A UUID's 36 characters a row.
+        self.id_text.reserve_exact(rows * 36);
+        self.id_ends.reserve_exact(rows);
         self.row_ids.reserve_exact(rows);
         self.space_of.reserve_exact(rows);
         self.by_id.reserve(rows);
@@ -80,16 +86,23 @@ impl Codes {
         self.codes.shrink_to_fit();
         self.rests.shrink_to_fit();
         self.scales.shrink_to_fit();
-        self.ids.shrink_to_fit();
+        self.id_text.shrink_to_fit();
+        self.id_ends.shrink_to_fit();
         self.row_ids.shrink_to_fit();
         self.space_of.shrink_to_fit();
         self.held.shrink_to_fit();
     }
 
+    /// Row `i`'s id.
+    fn id(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |p| self.id_ends[p]);
+        &self.id_text[start..self.id_ends[i]]
+    }
+
     /// The index of the row held for `id`.
     pub(super) fn index_of(&self, id: &str) -> Option<usize> {
         let i = *self.by_id.get(&id_hash(id))? as usize;
-        (*self.ids[i] == *id && self.space_of[i] != RETIRED).then_some(i)
+        (self.id(i) == id && self.space_of[i] != RETIRED).then_some(i)
     }
 
     /// The index of the row held for the current version of `lineage`.
@@ -138,16 +151,17 @@ impl Codes {
             return;
         }
         if record.lineage != record.id {
-            let index = self.ids.len() as u32;
+            let index = self.id_ends.len() as u32;
             self.by_lineage.insert(id_hash(&record.lineage), index);
         }
-        self.by_id.insert(hash, self.ids.len() as u32);
+        self.by_id.insert(hash, self.id_ends.len() as u32);
         if let Some(row_id) = row_id {
-            self.by_row.insert(row_id, self.ids.len() as u32);
+            self.by_row.insert(row_id, self.id_ends.len() as u32);
         }
         let scale = quantize(&record.vector, &mut self.codes, Some(&mut self.rests));
         self.scales.push(scale);
-        self.ids.push(record.id.as_str().into());
+        self.id_text.push_str(&record.id);
+        self.id_ends.push(self.id_text.len());
         self.row_ids.push(row_id);
         let space = self.space(&record.namespace);
         self.space_of.push(space);
@@ -254,7 +268,7 @@ impl Codes {
 
     pub(super) fn near(&self, i: u32) -> Near {
         Near {
-            id: self.ids[i as usize].to_string(),
+            id: self.id(i as usize).to_string(),
             row_id: self.row_ids[i as usize],
         }
     }
@@ -264,7 +278,7 @@ impl Codes {
         let i = i as usize;
         let namespace = &self.spaces[self.space_of[i] as usize];
         Scored {
-            record: self.held.record(i, &self.ids[i], namespace),
+            record: self.held.record(i, self.id(i), namespace),
             raw: 1.0 - cosine,
             row_id: self.row_ids[i],
         }
@@ -274,15 +288,11 @@ impl Codes {
     pub(super) fn bytes(&self) -> usize {
         use std::mem::size_of;
         let per_row = size_of::<f32>() + size_of::<Option<u64>>() + size_of::<u32>() + 16;
-        let ids: usize = self
-            .ids
-            .iter()
-            .map(|id| size_of::<Box<str>>() + id.len())
-            .sum();
+        let ids = self.id_text.len() + self.id_ends.len() * size_of::<usize>();
         let lookups = (self.by_lineage.len() + self.by_row.len()) * 16;
         self.codes.len()
             + self.rests.len()
-            + self.ids.len() * per_row
+            + self.id_ends.len() * per_row
             + ids
             + lookups
             + self.held.bytes()
