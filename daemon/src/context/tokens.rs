@@ -55,6 +55,12 @@ impl Tokenizer {
     }
 }
 
+/// Token `rank`'s bytes in [`Bpe`]'s buffer.
+fn token_of<'a>(bytes: &'a [u8], starts: &[u32], rank: Rank) -> &'a [u8] {
+    let r = rank as usize;
+    &bytes[starts[r] as usize..starts[r + 1] as usize]
+}
+
 /// One BPE vocabulary, for counting.
 struct Bpe {
     pretokenizer: Regex,
@@ -79,27 +85,27 @@ impl Bpe {
             bytes.extend_from_slice(&token);
             starts.push(bytes.len() as u32);
         }
-        let mut bpe = Self {
+        bytes.shrink_to_fit();
+        let hasher = rustc_hash::FxBuildHasher;
+        let token = |r: Rank| token_of(&bytes, &starts, r);
+        let tokens = (starts.len() - 1) as Rank;
+        let mut ranks = HashTable::with_capacity(tokens as usize);
+        for rank in 0..tokens {
+            ranks.insert_unique(hasher.hash_one(token(rank)), rank, |&r| {
+                hasher.hash_one(token(r))
+            });
+        }
+        Self {
             pretokenizer,
             bytes,
             starts,
-            ranks: HashTable::new(),
-            hasher: rustc_hash::FxBuildHasher,
-        };
-        let tokens = bpe.starts.len() - 1;
-        let mut ranks = HashTable::with_capacity(tokens);
-        for rank in 0..tokens as Rank {
-            let hash = bpe.hasher.hash_one(bpe.token(rank));
-            ranks.insert_unique(hash, rank, |&r| bpe.hasher.hash_one(bpe.token(r)));
+            ranks,
+            hasher,
         }
-        bpe.ranks = ranks;
-        bpe.bytes.shrink_to_fit();
-        bpe
     }
 
     fn token(&self, rank: Rank) -> &[u8] {
-        let r = rank as usize;
-        &self.bytes[self.starts[r] as usize..self.starts[r + 1] as usize]
+        token_of(&self.bytes, &self.starts, rank)
     }
 
     fn rank(&self, piece: &[u8]) -> Option<Rank> {

@@ -121,12 +121,14 @@ fn side_by_side(parts: &[&[f32]], rows: usize) -> Vec<f32> {
 /// output by up to 6e-4; 32 keeps each within 5e-4 of the published vector (tested).
 const BLOCK: usize = 32;
 
-/// `m` as one signed byte a value, each [`BLOCK`] of them over its own scale (their largest
-/// magnitude / 127), and those scales.
-fn in_bytes(m: &[f32]) -> (Vec<i8>, Vec<f32>) {
+/// `m` (rows of `cols`) as one signed byte a value, each [`BLOCK`] of a row over its own
+/// scale (their largest magnitude / 127), and those scales: `cols.div_ceil(BLOCK)` a row, so
+/// no block spans two rows whatever the width.
+fn in_bytes(m: &[f32], cols: usize) -> (Vec<i8>, Vec<f32>) {
     let mut bytes = Vec::with_capacity(m.len());
     let scales = m
-        .chunks(BLOCK)
+        .chunks(cols)
+        .flat_map(|row| row.chunks(BLOCK))
         .map(|block| {
             let scale = block.iter().fold(0.0f32, |a, v| a.max(v.abs())) / 127.0;
             let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
@@ -238,7 +240,7 @@ impl FastBert {
             });
         }
         let pos = get("embeddings.position_embeddings.weight")?;
-        let (word, word_scale) = in_bytes(&get("embeddings.word_embeddings.weight")?);
+        let (word, word_scale) = in_bytes(&get("embeddings.word_embeddings.weight")?, hidden);
         Ok(Self {
             hidden,
             heads,
@@ -266,7 +268,7 @@ impl FastBert {
                 let (id, t) = ((id as usize).min(vocab - 1), t.min(self.max_pos - 1));
                 let (w, scale, p, ty) = (
                     &self.word[id * h..][..h],
-                    &self.word_scale[id * h / BLOCK..][..h.div_ceil(BLOCK)],
+                    &self.word_scale[id * h.div_ceil(BLOCK)..][..h.div_ceil(BLOCK)],
                     &self.pos[t * h..][..h],
                     &self.token_type[..h],
                 );
@@ -374,7 +376,7 @@ mod tests {
         m[2] = 0.001;
         m[2 * super::BLOCK] = -8.0;
         m[2 * super::BLOCK + 1] = 3.0;
-        let (bytes, scales) = super::in_bytes(&m);
+        let (bytes, scales) = super::in_bytes(&m, m.len());
         assert_eq!(scales.len(), 3);
         assert_eq!(bytes[..3], [127, -64, 0]);
         assert!(
