@@ -76,7 +76,8 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         embedder,
         config.embedder.batch_size,
         config.embedder.workers,
-    );
+    )
+    .context("starting the embedding workers")?;
     let events = events::bus();
     let shutdown = Shutdown::default();
     let monitor = Arc::new(Monitor::new(

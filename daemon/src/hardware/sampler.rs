@@ -250,7 +250,7 @@ mod tests {
         let sampler = Sampler {
             monitor: Arc::new(super::super::tests::monitor(10.0)),
             store: store.clone(),
-            embed: EmbedService::start(Arc::new(HashedEmbedder::chosen()), 8, 1),
+            embed: EmbedService::start(Arc::new(HashedEmbedder::chosen()), 8, 1).unwrap(),
             events: crate::events::bus(),
             shutdown: Shutdown::default(),
             active_sessions: Default::default(),

@@ -128,7 +128,7 @@ mod tests {
             .submit(store.beliefs().upsert(&[older]).unwrap())
             .await
             .unwrap();
-        let embed = EmbedService::start(Arc::new(HashedEmbedder::chosen()), 8, 1);
+        let embed = EmbedService::start(Arc::new(HashedEmbedder::chosen()), 8, 1).unwrap();
         let model = embed.embedder().model_id().to_string();
         let usermodel = UserModel::new(store.clone(), embed, &UserModelConfig::default());
         usermodel.load().await.unwrap();

@@ -412,8 +412,7 @@ fn scan_portable(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
 
 /// The `limit` best-scored rows a scan has seen, in no order. It keeps at most twice that,
 /// dropping the worse half when full, so a search never holds a score for every row: at
-/// 100k rows that was an 800 KB buffer a query, which glibc maps and unmaps each time
-/// (`main.rs` fixes its mmap threshold).
+/// 100k rows that was an 800 KB buffer a query, which glibc maps and unmaps each time.
 struct Best {
     rows: Vec<(f32, u32)>,
     limit: usize,
