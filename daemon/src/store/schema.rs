@@ -108,12 +108,17 @@ macro_rules! memory_columns {
 
         /// Rows of a batch; columns it lacks (a read of a few columns) read as defaults.
         pub fn from_batch(batch: &RecordBatch) -> Vec<MemoryRecord> {
+            records(batch).collect()
+        }
+
+        /// The batch's rows one at a time: a reader that keeps little of each row makes and
+        /// drops one record at a time, rather than a batch's worth (thousands of vectors)
+        /// among what it keeps.
+        pub fn records(batch: &RecordBatch) -> impl Iterator<Item = MemoryRecord> + '_ {
             $( let $name = batch.column_by_name(stringify!($name)); )*
-            (0..batch.num_rows())
-                .map(|row| MemoryRecord {
-                    $( $name: $name.map(|c| <$ty as Column>::read(c.as_ref(), row)).unwrap_or_default(), )*
-                })
-                .collect()
+            (0..batch.num_rows()).map(move |row| MemoryRecord {
+                $( $name: $name.map(|c| <$ty as Column>::read(c.as_ref(), row)).unwrap_or_default(), )*
+            })
         }
 
         impl MemoryRecord {

@@ -29,7 +29,7 @@ use codes::Codes;
 use super::filter::current;
 use super::held::{known_when_held, with_held, HELD_COLUMNS};
 use super::memories::{Near, Scored, RANKING_COLUMNS};
-use super::schema::{answered_columns, from_batch};
+use super::schema::{answered_columns, records};
 use super::sql::{col, Filtered, Pred};
 use super::{MemoryRecord, Store, StoreError};
 
@@ -499,8 +499,8 @@ impl Store {
                 .column_by_name("_rowid")
                 .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
                 .ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
-            for (i, record) in from_batch(&batch).iter().enumerate() {
-                codes.push(record, Some(row_ids.value(i)), &record.entities);
+            for (i, record) in records(&batch).enumerate() {
+                codes.push(&record, Some(row_ids.value(i)), &record.entities);
             }
         }
         codes.shrink_to_fit();
