@@ -181,7 +181,7 @@ fn side_by_side(parts: &[&[f32]], rows: usize) -> Vec<f32> {
     out
 }
 
-/// Values a scale of the weights in bytes covers: 32, as GGML's Q8_0 has it. A scale a row
+/// Values a scale of the word embeddings covers: 32, as GGML's Q8_0 has it. A scale a row
 /// (384) let a row's largest value set every value's step and moved single components of the
 /// output by up to 6e-4; 32 keeps each within 5e-4 of the published vector (tested).
 const BLOCK: usize = 32;

@@ -26,8 +26,6 @@ struct Batch {
     slot: OwnedSemaphorePermit,
 }
 
-type Batches = Arc<Mutex<std::sync::mpsc::Receiver<Batch>>>;
-
 #[derive(Clone)]
 pub struct EmbedService {
     embedder: Arc<dyn Embedder>,
@@ -44,14 +42,15 @@ impl EmbedService {
     ) -> std::io::Result<Self> {
         let (queue, jobs) = mpsc::channel(1024);
         let (to_workers, batches) = std::sync::mpsc::channel();
-        let batches: Batches = Arc::new(Mutex::new(batches));
-        for n in 0..workers.max(1) {
+        let batches = Arc::new(Mutex::new(batches));
+        let workers = workers.max(1);
+        for n in 0..workers {
             let (embedder, batches) = (embedder.clone(), batches.clone());
             std::thread::Builder::new()
                 .name(format!("mnemo-embed-{n}"))
                 .spawn(move || work(embedder.as_ref(), &batches))?;
         }
-        tokio::spawn(dispatch(jobs, to_workers, batch_size, workers.max(1)));
+        tokio::spawn(dispatch(jobs, to_workers, batch_size, workers));
         Ok(Self {
             embedder,
             queue,

@@ -64,6 +64,19 @@ impl HeldId {
         }
     }
 
+    /// Whether this is `id`, as written.
+    fn is(&self, id: &str) -> bool {
+        match self {
+            Self::Uuid(bytes) => {
+                *uuid::Uuid::from_bytes(*bytes)
+                    .hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    == *id
+            }
+            Self::Text(text) => **text == *id,
+        }
+    }
+
     fn text(&self) -> String {
         match self {
             Self::Uuid(bytes) => uuid::Uuid::from_bytes(*bytes).hyphenated().to_string(),
@@ -170,7 +183,7 @@ impl KnownContent {
     pub fn remove(&self, r: &MemoryRecord) {
         let mut ids = self.lock();
         let k = digest(&key(r));
-        if ids.get(&k).is_some_and(|id| *id == HeldId::new(&r.id)) {
+        if ids.get(&k).is_some_and(|id| id.is(&r.id)) {
             ids.remove(&k);
         }
     }
