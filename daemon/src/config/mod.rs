@@ -191,6 +191,10 @@ pub struct StoreConfig {
     /// is ~40 MB and ~2 ms, where the ANN index took ~12 ms. Past it, and at 0, searches go
     /// through the ANN index.
     pub vectors_in_memory_max_rows: usize,
+    /// Up to this many current memories, what ranking reads of each (~150 bytes) is held in
+    /// memory, so a search ranks its candidates without reading their rows. Past it, and at
+    /// 0, every search reads its candidates' ranking columns from the store.
+    pub ranking_in_memory_max_rows: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -302,6 +306,7 @@ impl Default for StoreConfig {
             index_cache_mb: 128,
             metadata_cache_mb: 32,
             vectors_in_memory_max_rows: 250_000,
+            ranking_in_memory_max_rows: 2_000_000,
         }
     }
 }

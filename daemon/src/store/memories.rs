@@ -321,6 +321,26 @@ impl Store {
         let predicate = predicate
             .clone()
             .and(col("embed_model").eq(&self.embed_model));
+        self.nearest_rows(
+            vector,
+            &predicate,
+            limit,
+            exact,
+            Self::ranking_with("_distance"),
+        )
+        .await
+    }
+
+    /// The `limit` rows `predicate` admits nearest `vector` by cosine distance, with
+    /// `columns`: through the ANN index once it exists, or with `exact`, every vector.
+    pub(super) async fn nearest_rows(
+        &self,
+        vector: &[f32],
+        predicate: &Pred,
+        limit: usize,
+        exact: bool,
+        columns: Select,
+    ) -> Result<Vec<Scored>, StoreError> {
         let mut query = self
             .memories
             .query()
@@ -328,8 +348,8 @@ impl Store {
             .distance_type(lancedb::DistanceType::Cosine)
             .search_effort(self.config.ann_search_effort)?
             .refine_factor(self.config.ann_refine_factor)
-            .filtered(&predicate)
-            .select(Self::ranking_with("_distance"))
+            .filtered(predicate)
+            .select(columns)
             .with_row_id()
             .limit(limit);
         if exact {

@@ -237,7 +237,10 @@ impl Store {
         let ann_training = Arc::new(AtomicBool::new(false));
         let fold_due = Arc::new(tokio::sync::Notify::new());
         let seal_progress = Arc::new(seal::SealProgress::default());
-        let nearest = Arc::new(nearest::Nearest::new(config.vectors_in_memory_max_rows));
+        let nearest = Arc::new(nearest::Nearest::new(
+            config.vectors_in_memory_max_rows,
+            config.ranking_in_memory_max_rows,
+        ));
         // A conversation links each memory to the next; similar and updated ones add a few.
         let held_edges = Arc::new(held_edges::HeldEdges::new(
             config.vectors_in_memory_max_rows.saturating_mul(4),

@@ -1,6 +1,8 @@
 //! The codes: each held memory's vector at 8 bits a component (plus what rounding left, at
 //! 4), its id, row id, namespace and ranking values (`held.rs`), and the scan a search runs
-//! over them.
+//! over them. Past `store.vectors_in_memory_max_rows` the vectors are let go and the rest
+//! is kept: the ANN index then finds the candidates, and they are ranked from the values
+//! held here.
 
 use super::super::held::Held;
 use super::super::memories::{Near, Scored};
@@ -14,6 +16,8 @@ const RETIRED: u32 = u32::MAX;
 #[derive(Default)]
 pub(super) struct Codes {
     dim: usize,
+    /// Whether the rows' vectors are held (`codes`, `rests`, `scales`), or only the rest.
+    vectors: bool,
     /// `dim` signed bytes a row: the vector divided by its largest component, times 127.
     codes: Vec<i8>,
     /// What rounding to those bytes left, [`rest_bytes`] a row (see [`quantize`]).
@@ -31,6 +35,8 @@ pub(super) struct Codes {
     /// Index into `spaces` of each row's namespace; [`RETIRED`] for a row no longer held.
     space_of: Vec<u32>,
     spaces: Vec<String>,
+    /// Rows held of each of `spaces` (a search asks for its namespace's share).
+    space_rows: Vec<usize>,
     /// Each row's index by a hash of its id. A row whose id hashes like a held one's is not
     /// held (the odds are ~1e-9 at 250k rows), so a lookup by id never finds the wrong row.
     by_id: std::collections::HashMap<u64, u32>,
@@ -58,9 +64,31 @@ impl Codes {
     pub(super) fn new(dim: usize) -> Self {
         Self {
             dim,
+            vectors: true,
             fresh: true,
             ..Default::default()
         }
+    }
+
+    /// Codes that hold no vectors, only what ranking reads of each row.
+    pub(super) fn without_vectors(dim: usize) -> Self {
+        Self {
+            vectors: false,
+            ..Self::new(dim)
+        }
+    }
+
+    /// Whether the rows' vectors are held (a search can scan them).
+    pub(super) fn has_vectors(&self) -> bool {
+        self.vectors
+    }
+
+    /// Lets the vectors go, keeping the rest.
+    pub(super) fn drop_vectors(&mut self) {
+        self.vectors = false;
+        self.codes = Vec::new();
+        self.rests = Vec::new();
+        self.scales = Vec::new();
     }
 
     /// Rows held.
@@ -69,9 +97,11 @@ impl Codes {
     }
 
     pub(super) fn reserve(&mut self, rows: usize) {
-        self.codes.reserve_exact(rows * self.dim);
-        self.rests.reserve_exact(rows * rest_bytes(self.dim));
-        self.scales.reserve_exact(rows);
+        if self.vectors {
+            self.codes.reserve_exact(rows * self.dim);
+            self.rests.reserve_exact(rows * rest_bytes(self.dim));
+            self.scales.reserve_exact(rows);
+        }
         // A UUID's 36 characters a row.
         self.id_text.reserve_exact(rows * 36);
         self.id_ends.reserve_exact(rows);
@@ -124,17 +154,20 @@ impl Codes {
     }
 
     /// Holds `record` (current, of the configured model) at `row_id`; `entities` are its
-    /// entities as stored. A row already held under its id is replaced in place.
+    /// entities as stored. A row already held under its id is replaced in place. Without
+    /// vectors held, `record` needs none.
     pub(super) fn push(&mut self, record: &MemoryRecord, row_id: Option<u64>, entities: &[String]) {
-        if record.vector.len() != self.dim {
+        if self.vectors && record.vector.len() != self.dim {
             return;
         }
         if let Some(i) = self.index_of(&record.id) {
-            let (mut code, mut rest) = (Vec::new(), Vec::new());
-            self.scales[i] = quantize(&record.vector, &mut code, Some(&mut rest));
-            self.codes[i * self.dim..(i + 1) * self.dim].copy_from_slice(&code);
-            let r = rest_bytes(self.dim);
-            self.rests[i * r..(i + 1) * r].copy_from_slice(&rest);
+            if self.vectors {
+                let (mut code, mut rest) = (Vec::new(), Vec::new());
+                self.scales[i] = quantize(&record.vector, &mut code, Some(&mut rest));
+                self.codes[i * self.dim..(i + 1) * self.dim].copy_from_slice(&code);
+                let r = rest_bytes(self.dim);
+                self.rests[i * r..(i + 1) * r].copy_from_slice(&rest);
+            }
             if let Some(old) = self.row_ids[i] {
                 self.by_row.remove(&old);
             }
@@ -142,7 +175,10 @@ impl Codes {
                 self.by_row.insert(row_id, i as u32);
             }
             self.row_ids[i] = row_id;
-            self.space_of[i] = self.space(&record.namespace);
+            let space = self.space(&record.namespace);
+            self.space_rows[self.space_of[i] as usize] -= 1;
+            self.space_rows[space as usize] += 1;
+            self.space_of[i] = space;
             self.held.set(i, record, entities);
             return;
         }
@@ -158,22 +194,23 @@ impl Codes {
         if let Some(row_id) = row_id {
             self.by_row.insert(row_id, self.id_ends.len() as u32);
         }
-        let scale = quantize(&record.vector, &mut self.codes, Some(&mut self.rests));
-        self.scales.push(scale);
+        if self.vectors {
+            let scale = quantize(&record.vector, &mut self.codes, Some(&mut self.rests));
+            self.scales.push(scale);
+        }
         self.id_text.push_str(&record.id);
         self.id_ends.push(self.id_text.len());
         self.row_ids.push(row_id);
         let space = self.space(&record.namespace);
         self.space_of.push(space);
+        self.space_rows[space as usize] += 1;
         self.held.push(record, entities);
     }
 
     /// Rows held of `namespace`.
     pub(super) fn rows_of(&self, namespace: &str) -> usize {
-        match self.space_of_name(namespace) {
-            Some(space) => self.space_of.iter().filter(|&&s| s == space).count(),
-            None => 0,
-        }
+        self.space_of_name(namespace)
+            .map_or(0, |space| self.space_rows[space as usize])
     }
 
     /// The index of `namespace` in `spaces`, if any row was ever held of it.
@@ -189,6 +226,7 @@ impl Codes {
             Some(i) => i,
             None => {
                 self.spaces.push(namespace.to_string());
+                self.space_rows.push(0);
                 (self.spaces.len() - 1) as u32
             }
         }
@@ -197,6 +235,7 @@ impl Codes {
     /// Stops holding the row of `id` (a new version closed it).
     pub(super) fn retire(&mut self, id: &str) {
         if let Some(i) = self.index_of(id) {
+            self.space_rows[self.space_of[i] as usize] -= 1;
             self.space_of[i] = RETIRED;
             self.by_id.remove(&id_hash(id));
             if let Some(row_id) = self.row_ids[i] {
@@ -220,7 +259,7 @@ impl Codes {
         namespace: Option<&str>,
         limit: usize,
     ) -> Vec<(f32, u32)> {
-        if vector.len() != self.dim || limit == 0 {
+        if !self.vectors || vector.len() != self.dim || limit == 0 {
             return Vec::new();
         }
         let space = match namespace {
@@ -287,11 +326,12 @@ impl Codes {
     /// Bytes held, for the log.
     pub(super) fn bytes(&self) -> usize {
         use std::mem::size_of;
-        let per_row = size_of::<f32>() + size_of::<Option<u64>>() + size_of::<u32>() + 16;
+        let per_row = size_of::<Option<u64>>() + size_of::<u32>() + 16;
         let ids = self.id_text.len() + self.id_ends.len() * size_of::<usize>();
         let lookups = (self.by_lineage.len() + self.by_row.len()) * 16;
         self.codes.len()
             + self.rests.len()
+            + self.scales.len() * size_of::<f32>()
             + self.id_ends.len() * per_row
             + ids
             + lookups
@@ -611,6 +651,7 @@ mod tests {
         codes.push(&held("z", "a", &[0.0; 8]), Some(3), &[]);
         codes.push(&held("short", "a", &[1.0; 3]), Some(4), &[]);
         assert_eq!(codes.len(), 4);
+        assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 1));
         assert_eq!(codes.nearest(&unit(0), Some("a"), 1)[0].1, 0);
         // A closed row is near nothing; a new version of a row is held in its place.
         codes.retire("a0");
@@ -621,6 +662,8 @@ mod tests {
         again.strength = 0.25;
         codes.push(&again, None, &[]);
         assert_eq!(codes.len(), 3);
+        assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 0));
+        assert_eq!(codes.rows_of("c"), 0);
         let (cosine, i) = codes.nearest(&unit(2), Some("a"), 1)[0];
         let found = codes.scored(i, cosine);
         assert_eq!((found.record.id.as_str(), found.row_id), ("b0", None));

@@ -16,6 +16,7 @@
 
 mod codes;
 mod text;
+mod unfiltered;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,9 +34,12 @@ use super::schema::{answered_columns, records};
 use super::sql::{col, Filtered, Pred};
 use super::{MemoryRecord, Store, StoreError};
 
-/// The codes and when they were read. Off (never read) when `max_rows` is 0 or the store
-/// holds more current memories than that: searches then go through Lance's ANN index.
+/// The codes and when they were read. Past `max_vector_rows` current memories they hold no
+/// vectors (the vector leg goes through Lance's ANN index, its hits ranked from the values
+/// held); off (never read) when `max_rows` is 0 or the store holds more current memories
+/// than that: searches then read every candidate's ranking columns from Lance.
 pub(super) struct Nearest {
+    max_vector_rows: usize,
     max_rows: usize,
     codes: RwLock<Option<Codes>>,
     /// The memories table's version the codes were read at.
@@ -69,8 +73,9 @@ pub enum Proposed {
 }
 
 impl Nearest {
-    pub fn new(max_rows: usize) -> Self {
+    pub fn new(max_vector_rows: usize, max_rows: usize) -> Self {
         Self {
+            max_vector_rows: max_vector_rows.min(max_rows),
             max_rows,
             codes: RwLock::new(None),
             read_at: AtomicU64::new(0),
@@ -82,7 +87,7 @@ impl Nearest {
         }
     }
 
-    /// Candidates for `limit` results, or None while there are no codes.
+    /// Candidates for `limit` results, or None while no vectors are held.
     pub fn nearest(
         &self,
         vector: &[f32],
@@ -90,7 +95,7 @@ impl Nearest {
         limit: usize,
     ) -> Option<Proposed> {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
-        let codes = codes.as_ref()?;
+        let codes = codes.as_ref().filter(|c| c.has_vectors())?;
         let found = codes.nearest(vector, namespace, limit).into_iter();
         Some(if codes.fresh {
             Proposed::Ranked(found.map(|(cosine, i)| codes.scored(i, cosine)).collect())
@@ -202,14 +207,23 @@ impl Nearest {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         if let Some(codes) = guard.as_mut() {
             closed.iter().for_each(|id| codes.retire(id));
-            if codes.len() + new.len() > self.max_rows {
+            let rows = codes.len() + new.len();
+            if rows > self.max_rows {
                 tracing::info!(
-                    "more than {} current memories: vector search goes through the ANN index \
-                     (store.vectors_in_memory_max_rows)",
+                    "more than {} current memories: their ranking values are read from the \
+                     store (store.ranking_in_memory_max_rows)",
                     self.max_rows
                 );
                 *guard = None;
                 return;
+            }
+            if codes.has_vectors() && rows > self.max_vector_rows {
+                tracing::info!(
+                    "more than {} current memories: vector search goes through the ANN index \
+                     (store.vectors_in_memory_max_rows)",
+                    self.max_vector_rows
+                );
+                codes.drop_vectors();
             }
             for (r, entities) in &new {
                 codes.push(r, None, entities);
@@ -288,15 +302,22 @@ impl Nearest {
         Some(held)
     }
 
-    /// Whether every row held has its row id (none waits for the codes to be read again).
+    /// Whether every row held has its row id (none waits for the codes to be read again);
+    /// true while none are held.
     pub fn placed(&self) -> bool {
-        self.unplaced.load(Ordering::Relaxed) == 0
+        self.rows().is_none() || self.unplaced.load(Ordering::Relaxed) == 0
     }
 
     /// Current memories held, if any codes are.
     pub fn rows(&self) -> Option<usize> {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
         codes.as_ref().map(Codes::len)
+    }
+
+    /// Current memories whose vectors are held, if any are.
+    pub fn vector_rows(&self) -> Option<usize> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        codes.as_ref().filter(|c| c.has_vectors()).map(Codes::len)
     }
 }
 
@@ -323,11 +344,13 @@ fn near_of(candidates: &[(String, Option<u64>)]) -> Vec<Near> {
 }
 
 impl Store {
-    /// The vector leg from the codes held in memory: the `limit` current memories of the
+    /// The vector leg from what is held in memory: the `limit` current memories of the
     /// configured model nearest `vector` (of `namespace`, or all), as [`Store::vector_search`]
-    /// answers them — or None when no codes are held (searches then use the ANN index).
-    /// Ranked from the values held when they are exact (at the codes' cosine, within ~0.005
-    /// of the exact one); else from the candidates' rows, at their exact distance.
+    /// answers them. Found by a scan of the codes where the vectors are held, and ranked
+    /// from the values held when they are exact (at the codes' cosine, within ~0.005 of the
+    /// exact one), else from the candidates' rows, at their exact distance. Where only the
+    /// values are held, found by the ANN index asked unfiltered (`vector_unfiltered`).
+    /// None when neither serves: the caller asks the ANN index with the filter.
     pub async fn nearest_held(
         &self,
         vector: &[f32],
@@ -335,7 +358,7 @@ impl Store {
         limit: usize,
     ) -> Result<Option<Vec<Scored>>, StoreError> {
         let near = match self.nearest.nearest(vector, namespace, limit) {
-            None => return Ok(None),
+            None => return self.vector_unfiltered(vector, namespace, limit).await,
             Some(Proposed::Ranked(found)) => return Ok(Some(found)),
             Some(Proposed::Rows(near)) => near,
         };
@@ -446,10 +469,11 @@ impl Store {
             nearest.read_at.store(version, Ordering::Relaxed);
             return Ok(None);
         }
+        let vectors = current_rows <= nearest.max_vector_rows;
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
         let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
         nearest.reading.store(true, Ordering::Release);
-        let read = self.read_codes().await;
+        let read = self.read_codes(vectors).await;
         let Ok(codes) = read else {
             nearest.reading.store(false, Ordering::Release);
             nearest
@@ -467,9 +491,15 @@ impl Store {
             return Ok(None);
         };
         let took = started.elapsed().as_secs_f64();
-        if first {
+        if first && vectors {
             tracing::info!(
                 "vectors in memory: {rows} current memories ({:.1} MB) read in {took:.2} s",
+                bytes as f64 / 1e6
+            );
+        } else if first {
+            tracing::info!(
+                "ranking values in memory: {rows} current memories ({:.1} MB; their vectors \
+                 are searched through the ANN index) read in {took:.2} s",
                 bytes as f64 / 1e6
             );
         } else {
@@ -479,10 +509,13 @@ impl Store {
     }
 
     /// The codes of every current memory of the configured model, batch by batch, with
-    /// what ranking reads of each.
-    async fn read_codes(&self) -> Result<Codes, StoreError> {
+    /// what ranking reads of each; with `vectors`, their vectors too.
+    async fn read_codes(&self, vectors: bool) -> Result<Codes, StoreError> {
         use futures::TryStreamExt;
-        let mut columns = vec!["id", "namespace", "vector"];
+        let mut columns = vec!["id", "namespace"];
+        if vectors {
+            columns.push("vector");
+        }
         columns.extend(HELD_COLUMNS);
         let query = self
             .memories
@@ -490,7 +523,11 @@ impl Store {
             .filtered(&current().and(col("embed_model").eq(&self.embed_model)))
             .select(Select::columns(&columns))
             .with_row_id();
-        let mut codes = Codes::new(self.dim);
+        let mut codes = if vectors {
+            Codes::new(self.dim)
+        } else {
+            Codes::without_vectors(self.dim)
+        };
         // Grown by doubling, the codes of 100k memories took 74 MB instead of 46.
         codes.reserve(self.counts.get().total as usize);
         let mut batches = query.execute().await?;
@@ -522,6 +559,19 @@ mod tests {
         let mut r = crate::store::schema::tests::record(id, "text", 4);
         r.vector = unit(i);
         r
+    }
+
+    /// The write that makes `new` the next version of `old`.
+    pub(super) fn next_version(old: &MemoryRecord, mut new: MemoryRecord) -> crate::store::WriteOp {
+        let mut old = old.clone();
+        new.lineage = old.lineage.clone();
+        new.valid_from = old.valid_from + 1;
+        old.valid_to = Some(new.valid_from);
+        old.superseded_by = Some(new.id.clone());
+        crate::store::WriteOp::Supersede {
+            old: Box::new(old),
+            new: Box::new(new),
+        }
     }
 
     async fn nearest_ids(store: &Store, i: usize, namespace: Option<&str>) -> Vec<String> {
@@ -704,38 +754,9 @@ mod tests {
             .contains(&"a".to_string()));
     }
 
-    #[tokio::test]
-    async fn past_the_row_limit_no_codes_are_held() {
-        use crate::store::WriteOp;
-        let dir = tempfile::tempdir().unwrap();
-        let config = crate::config::StoreConfig {
-            vectors_in_memory_max_rows: 2,
-            ..Default::default()
-        };
-        let store = Store::open(dir.path(), 4, "test", &config, &Default::default())
-            .await
-            .unwrap();
-        let writer = store.writer();
-        writer
-            .submit(WriteOp::Insert(vec![row("a", 0)]))
-            .await
-            .unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(1));
-        writer
-            .submit(WriteOp::Insert(vec![row("b", 1), row("c", 2)]))
-            .await
-            .unwrap();
-        assert!(store
-            .nearest_held(&unit(0), None, 5)
-            .await
-            .unwrap()
-            .is_none());
-        assert_eq!(store.refresh_nearest().await.unwrap(), None);
-    }
-
     #[test]
     fn rows_written_while_the_codes_are_read_join_them_and_an_invalidation_voids_them() {
-        let nearest = Nearest::new(10);
+        let nearest = Nearest::new(10, 10);
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
         let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
         nearest.reading.store(true, Ordering::Release);

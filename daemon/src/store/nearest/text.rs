@@ -3,21 +3,17 @@
 
 use std::collections::HashMap;
 
-use super::super::memories::{scored, Near, Scored, TextColumns};
+use super::super::memories::{Near, Scored, TextColumns};
 use super::super::sql::Pred;
 use super::super::{MemoryRecord, Store, StoreError};
 use super::taken_columns;
-
-/// The least share of the rows held a namespace must hold for its text leg to ask the index
-/// unfiltered: the hits are then asked for in proportion, `limit / share`.
-const UNFILTERED_MIN_SHARE: f64 = 0.25;
 
 impl Store {
     /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
     /// full-text index. With `plain` — the search's filter names at most a namespace
     /// (Some(None) for all) and `predicate` admits the current memories of it — and the
     /// ranking columns held in memory, the hits are sorted out from the values held (see
-    /// `text_unfiltered`); otherwise the index is asked with `predicate`, for ids
+    /// `Store::text_unfiltered`); otherwise the index is asked with `predicate`, for ids
     /// alone when the ranking columns are held (each column read costs a read per fragment
     /// its rows lie in).
     pub async fn text_search(
@@ -48,73 +44,6 @@ impl Store {
         }
         self.full_text(text, predicate, limit, TextColumns::Ranking)
             .await
-    }
-
-    /// The `limit` best current memories of `namespace` (all when None) for `text`, asked of
-    /// the index with no filter at all and sorted out after: at 100k memories Lance's
-    /// prefilter on current rows took ~2 ms of a 2.7 ms query (0.7 ms unfiltered). Hits held
-    /// at their row ids are current, of the namespace held; the others (past versions, rows
-    /// of another model) are taken by row id to see. None — the caller asks with the filter —
-    /// when the namespace holds under [`UNFILTERED_MIN_SHARE`] of the rows held, when a hit
-    /// not held has moved or gone since, or when too few hits were admitted while the index
-    /// had more: the admitted hits are then not surely the best.
-    async fn text_unfiltered(
-        &self,
-        text: &str,
-        namespace: Option<&str>,
-        limit: usize,
-    ) -> Result<Option<Vec<Scored>>, StoreError> {
-        let Some(share) = self.nearest.share(namespace) else {
-            return Ok(None);
-        };
-        if share < UNFILTERED_MIN_SHARE {
-            return Ok(None);
-        }
-        // Half again for the past versions among the hits.
-        let asked = (limit as f64 / share).ceil() as usize + limit / 2;
-        let hits = self
-            .full_text(text, &Pred::All, asked, TextColumns::None)
-            .await?;
-        let Some(held) = self.nearest.held_at_each(&hits) else {
-            return Ok(None);
-        };
-        let unheld: Vec<u64> = hits
-            .iter()
-            .zip(&held)
-            .filter(|(_, held)| held.is_none())
-            .filter_map(|(hit, _)| hit.row_id)
-            .collect();
-        let mut taken: HashMap<u64, MemoryRecord> = HashMap::new();
-        if !unheld.is_empty() {
-            let mut columns = taken_columns(false);
-            columns.push("_rowid");
-            if let Some(batch) = self.take_rows(&unheld, &columns).await? {
-                for s in scored(&self.sealing, &[batch], None)? {
-                    taken.extend(s.row_id.map(|r| (r, s.record)));
-                }
-            }
-        }
-        let exhausted = hits.len() < asked;
-        let mut found = Vec::with_capacity(limit);
-        for (hit, held) in hits.into_iter().zip(held) {
-            if found.len() == limit {
-                break;
-            }
-            let record = match (held, hit.row_id) {
-                (Some(held), _) => held.record,
-                (None, Some(row_id)) => match taken.remove(&row_id) {
-                    Some(record) => record,
-                    None => return Ok(None),
-                },
-                (None, None) => return Ok(None),
-            };
-            let admitted =
-                record.valid_to.is_none() && namespace.is_none_or(|n| record.namespace == n);
-            if admitted {
-                found.push(Scored { record, ..hit });
-            }
-        }
-        Ok((found.len() == limit || exhausted).then_some(found))
     }
 
     /// The text leg's hits (ids, scores and row ids) with what ranking reads of each: held in
@@ -153,7 +82,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::row;
+    use super::super::tests::{next_version, row};
     use super::*;
 
     #[tokio::test]
@@ -232,18 +161,9 @@ mod tests {
         let writer = store.writer();
         writer.submit(WriteOp::Insert(rows.clone())).await.unwrap();
         // a1's past version keeps its words; its new version has others.
-        let mut old = rows[1].clone();
         let mut new = walnut("a1v2", "a", 1);
-        new.lineage = old.lineage.clone();
         new.content = "hazelnut".into();
-        new.valid_from = old.valid_from + 1;
-        old.valid_to = Some(new.valid_from);
-        old.superseded_by = Some(new.id.clone());
-        let op = WriteOp::Supersede {
-            old: Box::new(old),
-            new: Box::new(new),
-        };
-        writer.submit(op).await.unwrap();
+        writer.submit(next_version(&rows[1], new)).await.unwrap();
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(8));
 
         let of_a = col("namespace").eq("a").and(current());
