@@ -191,7 +191,7 @@ pub struct StoreConfig {
     /// is ~40 MB and ~2 ms, where the ANN index took ~12 ms. Past it, and at 0, searches go
     /// through the ANN index.
     pub vectors_in_memory_max_rows: usize,
-    /// Up to this many current memories, what ranking reads of each (~150 bytes) is held in
+    /// Up to this many current memories, what ranking reads of each (~200 bytes) is held in
     /// memory, so a search ranks its candidates without reading their rows. Past it, and at
     /// 0, every search reads its candidates' ranking columns from the store.
     pub ranking_in_memory_max_rows: usize,
