@@ -503,7 +503,7 @@ impl Store {
                 bytes as f64 / 1e6
             );
         } else {
-            tracing::debug!("vectors in memory read again: {rows} rows in {took:.2} s");
+            tracing::debug!("codes read again: {rows} rows in {took:.2} s");
         }
         Ok(Some(rows))
     }

@@ -33,44 +33,48 @@ impl Nearest {
 
 impl Store {
     /// The `limit` best current memories of `namespace` (all when None) for `text`, asked of
-    /// the full-text index with no filter and sorted out after ([`Store::admitted`]).
+    /// the full-text index with no filter and sorted out after ([`Store::unfiltered`]).
     pub(super) async fn text_unfiltered(
         &self,
         text: &str,
         namespace: Option<&str>,
         limit: usize,
     ) -> Result<Option<Vec<Scored>>, StoreError> {
-        let Some(asked) = self.nearest.unfiltered_ask(namespace, limit) else {
-            return Ok(None);
-        };
-        let hits = self
-            .full_text(text, &Pred::All, asked, TextColumns::None)
-            .await?;
-        self.admitted(hits, asked, namespace, limit, false).await
+        let ask = |asked| self.full_text(text, &Pred::All, asked, TextColumns::None);
+        self.unfiltered(namespace, limit, false, ask).await
     }
 
     /// The `limit` current memories of `namespace` (all when None) and of the configured
     /// model nearest `vector`, asked of the ANN index with no filter and sorted out after
-    /// ([`Store::admitted`]), for when the values are held but not the vectors.
+    /// ([`Store::unfiltered`]), for when the values are held but not the vectors.
     pub(super) async fn vector_unfiltered(
         &self,
         vector: &[f32],
         namespace: Option<&str>,
         limit: usize,
     ) -> Result<Option<Vec<Scored>>, StoreError> {
+        let distances = Select::columns(&["_distance"]);
+        let ask = |asked| self.nearest_rows(vector, &Pred::All, asked, false, distances);
+        self.unfiltered(namespace, limit, true, ask).await
+    }
+
+    /// The hits `ask` gives for as many rows as [`Nearest::unfiltered_ask`] says, sorted out
+    /// by [`Store::admitted`]; None — the caller asks with the filter — where either says so.
+    async fn unfiltered<Hits>(
+        &self,
+        namespace: Option<&str>,
+        limit: usize,
+        of_model: bool,
+        ask: impl FnOnce(usize) -> Hits,
+    ) -> Result<Option<Vec<Scored>>, StoreError>
+    where
+        Hits: std::future::Future<Output = Result<Vec<Scored>, StoreError>>,
+    {
         let Some(asked) = self.nearest.unfiltered_ask(namespace, limit) else {
             return Ok(None);
         };
-        let hits = self
-            .nearest_rows(
-                vector,
-                &Pred::All,
-                asked,
-                false,
-                Select::columns(&["_distance"]),
-            )
-            .await?;
-        self.admitted(hits, asked, namespace, limit, true).await
+        let hits = ask(asked).await?;
+        self.admitted(hits, asked, namespace, limit, of_model).await
     }
 
     /// `hits` (scores and row ids, best first) of an index asked for `asked` rows with no
