@@ -246,8 +246,16 @@ impl Recall {
         if self.config.graph_weight > 0.0 && !ranked.is_empty() {
             let first = wanted(&ranked);
             let (spread, first_rows) = tokio::join!(
-                self.spread(ranked, &predicate, held_namespace),
-                store.complete(&first)
+                async {
+                    let spread = self.spread(ranked, &predicate, held_namespace).await;
+                    tracing::debug!("search: graph spread at {:.1} ms", ms(started.elapsed()));
+                    spread
+                },
+                async {
+                    let rows = store.complete(&first).await;
+                    tracing::debug!("search: best rows read at {:.1} ms", ms(started.elapsed()));
+                    rows
+                }
             );
             let mut candidates = spread?;
             rows = first_rows?;
