@@ -1013,6 +1013,16 @@ pub(super) mod tests {
         );
     }
 
+    /// Indexes the memories' vectors by `index`, as a store built by an older mnemod has them.
+    async fn index_vectors_by(store: &Store, index: Index) {
+        store
+            .memories
+            .create_index(&["vector"], index)
+            .execute()
+            .await
+            .unwrap();
+    }
+
     /// An IVF-SQ index built without a partition size of ours (whose partitions Lance's
     /// folds join to its own size) is trained again once, with one.
     #[tokio::test]
@@ -1023,12 +1033,7 @@ pub(super) mod tests {
         let unsized_index = lancedb::index::vector::IvfSqIndexBuilder::default()
             .distance_type(lancedb::DistanceType::Cosine)
             .num_partitions(4);
-        store
-            .memories
-            .create_index(&["vector"], Index::IvfSq(unsized_index))
-            .execute()
-            .await
-            .unwrap();
+        index_vectors_by(&store, Index::IvfSq(unsized_index)).await;
         // The first look records the rows an index it did not build was trained at.
         assert_eq!(store.maintain_vector_index().await.unwrap(), None);
         assert!(!store.index_state().await.unwrap().ann_sized);
@@ -1065,12 +1070,7 @@ pub(super) mod tests {
         let pq = lancedb::index::vector::IvfPqIndexBuilder::default()
             .distance_type(lancedb::DistanceType::Cosine)
             .num_partitions(4);
-        store
-            .memories
-            .create_index(&["vector"], Index::IvfPq(pq))
-            .execute()
-            .await
-            .unwrap();
+        index_vectors_by(&store, Index::IvfPq(pq)).await;
         let kind = || async {
             let indices = store.memories.list_indices().await.unwrap();
             indices

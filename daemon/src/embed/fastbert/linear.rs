@@ -80,33 +80,25 @@ impl Linear {
             let share = rows.div_ceil(threads);
             y.par_chunks_mut(share * out)
                 .zip(x.par_chunks(share * inp))
-                .for_each(|(y, x)| {
-                    for start in (0..out).step_by(self.width) {
-                        self.band_product(start, x, &mut y[start..], out);
-                    }
-                });
+                .for_each(|(y, x)| self.every_band(x, y));
         } else if threads > 1 && out > self.width {
-            let bands: Vec<(usize, Vec<f32>)> = (0..out)
-                .step_by(self.width)
-                .collect::<Vec<_>>()
+            let bands: Vec<(usize, Vec<f32>)> = (0..out.div_ceil(self.width))
                 .into_par_iter()
-                .map(|start| {
-                    let cols = self.width.min(out - start);
-                    let mut part = vec![0.0; rows * cols];
-                    self.band_product(start, x, &mut part, cols);
+                .map(|band| {
+                    let start = band * self.width;
+                    let mut part = vec![0.0; rows * self.cols(start)];
+                    self.band_product(start, x, &mut part, self.cols(start));
                     (start, part)
                 })
                 .collect();
             for (start, part) in bands {
-                let cols = self.width.min(out - start);
+                let cols = self.cols(start);
                 for (row, part) in y.chunks_exact_mut(out).zip(part.chunks_exact(cols)) {
                     row[start..][..cols].copy_from_slice(part);
                 }
             }
         } else {
-            for start in (0..out).step_by(self.width) {
-                self.band_product(start, x, &mut y[start..], out);
-            }
+            self.every_band(x, &mut y);
         }
         for row in y.chunks_exact_mut(out) {
             row.iter_mut().zip(&self.b).for_each(|(v, b)| *v += b);
@@ -114,11 +106,24 @@ impl Linear {
         y
     }
 
-    /// `dst += x · (the band of columns from start)`, dst's rows `dst_row` apart, on this thread.
+    /// Columns of the band from column `start` (the last may be narrower).
+    fn cols(&self, start: usize) -> usize {
+        self.width.min(self.out - start)
+    }
+
+    /// `y = x · Wᵀ`, band after band on this thread (y's rows `out` apart).
+    fn every_band(&self, x: &[f32], y: &mut [f32]) {
+        for start in (0..self.out).step_by(self.width) {
+            self.band_product(start, x, &mut y[start..], self.out);
+        }
+    }
+
+    /// `dst = x · (the band of columns from start)`, dst's rows `dst_row` apart, on this
+    /// thread.
     fn band_product(&self, start: usize, x: &[f32], dst: &mut [f32], dst_row: usize) {
         let inp = self.inp;
         let rows = x.len() / inp;
-        let cols = self.width.min(self.out - start);
+        let cols = self.cols(start);
         BAND_F32.with_borrow_mut(|band| {
             band.resize(inp * cols, 0.0);
             widen(&self.w[start * inp..][..inp * cols], band);
