@@ -122,6 +122,15 @@ macro_rules! memory_columns {
         }
 
         impl MemoryRecord {
+            /// Whether the row's `column` holds other than what a read without that column
+            /// gives it (None, no items, false); a column it does not have counts as held.
+            pub fn fills(&self, column: &str) -> bool {
+                match column {
+                    $( stringify!($name) => self.$name != <$ty>::default(), )*
+                    _ => true,
+                }
+            }
+
             pub fn to_protocol(&self) -> Memory {
                 Memory {
                     $( $( $name: wire_value!($wire, &self.$name), )? )*

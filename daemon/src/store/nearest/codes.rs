@@ -4,7 +4,7 @@
 //! is kept: the ANN index then finds the candidates, and they are ranked from the values
 //! held here.
 
-use super::super::held::Held;
+use super::super::held::{Filled, Held};
 use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
 
@@ -286,6 +286,11 @@ impl Codes {
             .collect();
         refined.sort_by(|a, b| b.0.total_cmp(&a.0));
         refined
+    }
+
+    /// Which sparse columns row `i` fills.
+    pub(super) fn filled(&self, i: usize) -> Filled {
+        self.held.filled(i)
     }
 
     /// Row `i`'s cosine with `query` (of `length`), from its codes and what rounding left:
