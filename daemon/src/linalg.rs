@@ -70,6 +70,17 @@ pub fn matmul(
 }
 
 /// Scales a vector to unit length in place (a zero vector stays zero).
+/// A sum kept in 16 running lanes: a plain sum of f32 must add in order, so it does not
+/// vectorise.
+#[inline(always)]
+pub fn lane_sum(values: impl Iterator<Item = f32>) -> f32 {
+    let mut lanes = [0.0f32; 16];
+    for (i, v) in values.enumerate() {
+        lanes[i % 16] += v;
+    }
+    lanes.iter().sum()
+}
+
 pub fn l2_normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 mod linear;
 
-use crate::linalg::matmul;
+use crate::linalg::{lane_sum, matmul};
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
@@ -58,17 +58,6 @@ impl Norm {
             }
         }
     }
-}
-
-/// A sum kept in 16 running lanes: a plain sum of f32 must add in order, so it does not
-/// vectorise.
-#[inline(always)]
-fn lane_sum(values: impl Iterator<Item = f32>) -> f32 {
-    let mut lanes = [0.0f32; 16];
-    for (i, v) in values.enumerate() {
-        lanes[i % 16] += v;
-    }
-    lanes.iter().sum()
 }
 
 /// The `[cols, rows]` transpose of a `[rows, cols]` row-major matrix.
