@@ -8,10 +8,11 @@
 use super::super::held::{Filled, Held};
 use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
-use crate::linalg::lane_sum;
 
+mod planes;
 mod scan;
 
+use planes::{plane_bytes, quantize, Planes};
 use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT};
 
 /// A row no longer held (closed by a new version): skipped by every scan.
@@ -25,20 +26,10 @@ const PREFETCH_AHEAD: usize = 4;
 #[derive(Default)]
 pub(super) struct Codes {
     dim: usize,
-    /// Whether the rows' vectors are held (`codes`, `rests`, `scales`), or only the rest.
+    /// Whether the rows' vectors are held (`planes`, `scales`), or only the rest.
     vectors: bool,
-    /// Each row's codes (the vector divided by its largest component, times 127, as signed
-    /// bytes; plus 128, so unsigned) in two planes of half-bytes: `highs`, their top four
-    /// bits, which a scan streams (at 100k MiniLM rows 19 MB rather than 38: the scan is
-    /// bound by memory bandwidth), and `lows`, their bottom four, which only the best rows'
-    /// ranking reads. [`plane_bytes`] a row: byte `j` holds component `j` in its low half
-    /// and component `j + plane_bytes` in its high half, so a scan reads both halves of a
-    /// byte against two runs of the query.
-    highs: Vec<u8>,
-    lows: Vec<u8>,
-    /// What rounding to the codes left, in fifteenths of a code step (8 is none), laid out
-    /// as the planes are.
-    rests: Vec<u8>,
+    /// Each row's codes and what rounding left (`planes.rs`).
+    planes: Planes,
     /// What turns a row's byte dot product back into a cosine: its largest component / 127
     /// over its length.
     scales: Vec<f32>,
@@ -82,6 +73,7 @@ impl Codes {
         Self {
             dim,
             vectors: true,
+            planes: Planes::new(dim),
             fresh: true,
             ..Default::default()
         }
@@ -103,9 +95,7 @@ impl Codes {
     /// Lets the vectors go, keeping the rest.
     pub(super) fn drop_vectors(&mut self) {
         self.vectors = false;
-        self.highs = Vec::new();
-        self.lows = Vec::new();
-        self.rests = Vec::new();
+        self.planes.clear();
         self.scales = Vec::new();
     }
 
@@ -116,10 +106,7 @@ impl Codes {
 
     pub(super) fn reserve(&mut self, rows: usize) {
         if self.vectors {
-            let bytes = rows * plane_bytes(self.dim);
-            self.highs.reserve_exact(bytes);
-            self.lows.reserve_exact(bytes);
-            self.rests.reserve_exact(bytes);
+            self.planes.reserve(rows);
             self.scales.reserve_exact(rows);
         }
         // A UUID's 36 characters a row.
@@ -133,9 +120,7 @@ impl Codes {
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
-        self.highs.shrink_to_fit();
-        self.lows.shrink_to_fit();
-        self.rests.shrink_to_fit();
+        self.planes.shrink_to_fit();
         self.scales.shrink_to_fit();
         self.id_text.shrink_to_fit();
         self.id_ends.shrink_to_fit();
@@ -183,12 +168,7 @@ impl Codes {
         }
         if let Some(i) = self.index_of(&record.id) {
             if self.vectors {
-                let mut row = Planes::default();
-                self.scales[i] = row.push(&record.vector);
-                let at = i * plane_bytes(self.dim)..(i + 1) * plane_bytes(self.dim);
-                self.highs[at.clone()].copy_from_slice(&row.highs);
-                self.lows[at.clone()].copy_from_slice(&row.lows);
-                self.rests[at].copy_from_slice(&row.rests);
+                self.scales[i] = self.planes.set(i, &record.vector);
             }
             if let Some(old) = self.row_ids[i] {
                 self.by_row.remove(&old);
@@ -217,13 +197,7 @@ impl Codes {
             self.by_row.insert(row_id, self.id_ends.len() as u32);
         }
         if self.vectors {
-            let mut planes = Planes {
-                highs: std::mem::take(&mut self.highs),
-                lows: std::mem::take(&mut self.lows),
-                rests: std::mem::take(&mut self.rests),
-            };
-            self.scales.push(planes.push(&record.vector));
-            (self.highs, self.lows, self.rests) = (planes.highs, planes.lows, planes.rests);
+            self.scales.push(self.planes.push(&record.vector));
         }
         self.id_text.push_str(&record.id);
         self.id_ends.push(self.id_text.len());
@@ -313,7 +287,7 @@ impl Codes {
         let mut refined: Vec<(f32, u32)> = Vec::with_capacity(scored.len());
         for (k, &(_, i)) in scored.iter().enumerate() {
             if let Some(next) = ahead(k) {
-                self.prefetch(next);
+                self.planes.prefetch(next);
             }
             refined.push((self.cosine(i as usize, vector, length), i));
         }
@@ -335,37 +309,7 @@ impl Codes {
         if length == 0.0 {
             return 0.0;
         }
-        let half = plane_bytes(self.dim);
-        let at = i * half..(i + 1) * half;
-        let (highs, lows) = (&self.highs[at.clone()], &self.lows[at.clone()]);
-        let rests = &self.rests[at];
-        // The product of `query` with the components the halves `shift` of the bytes hold,
-        // each in code steps.
-        let product = |query: &[f32], shift: u8| {
-            let values = highs.iter().zip(lows).zip(rests);
-            lane_sum(query.iter().zip(values).map(|(q, ((h, l), r))| {
-                let code = (h >> shift & 15) << 4 | (l >> shift & 15);
-                let rest = (r >> shift & 15) as i8 - 8;
-                q * (f32::from(i16::from(code) - 128) + f32::from(rest) / 15.0)
-            }))
-        };
-        let (first, second) = query.split_at(half.min(query.len()));
-        (product(first, 0) + product(second, 4)) * self.scales[i] / length
-    }
-
-    /// Asks the CPU to bring row `i`'s codes and remainders into its caches.
-    fn prefetch(&self, i: usize) {
-        let half = plane_bytes(self.dim);
-        for plane in [&self.highs, &self.lows, &self.rests] {
-            for line in (i * half..(i + 1) * half).step_by(64) {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: a prefetch never faults, and `line` lies within the plane.
-                unsafe {
-                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                    _mm_prefetch::<_MM_HINT_T0>(plane.as_ptr().add(line).cast());
-                }
-            }
-        }
+        self.planes.product(i, query) * self.scales[i] / length
     }
 
     pub(super) fn near(&self, i: u32) -> Near {
@@ -393,9 +337,7 @@ impl Codes {
         let ids = self.id_text.len() + self.id_ends.len() * size_of::<usize>();
         let lookups =
             map_bytes(&self.by_id) + map_bytes(&self.by_lineage) + map_bytes(&self.by_row);
-        self.highs.len()
-            + self.lows.len()
-            + self.rests.len()
+        self.planes.bytes()
             + self.scales.len() * size_of::<f32>()
             + self.id_ends.len() * per_row
             + ids
@@ -410,63 +352,6 @@ impl Codes {
 fn map_bytes<K, V>(map: &std::collections::HashMap<K, V>) -> usize {
     let buckets = (map.capacity() * 8 / 7).next_power_of_two();
     buckets * (std::mem::size_of::<(K, V)>() + 1)
-}
-
-/// Appends `vector`'s codes to `out` and returns its scale: the product of two rows'
-/// scales turns the dot product of their codes into their cosine (a query's own scale moves
-/// every score alike, so a search leaves it out). `rest`, when given, is told what rounding
-/// left of each component, in code steps.
-fn quantize(vector: &[f32], out: &mut Vec<i8>, mut rest: Option<&mut Vec<f32>>) -> f32 {
-    let largest = vector.iter().fold(0f32, |m, x| m.max(x.abs()));
-    let length = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let zero = largest == 0.0 || length == 0.0;
-    for x in vector {
-        let step = if zero { 0.0 } else { x / largest * 127.0 };
-        out.push(step.round() as i8);
-        if let Some(rest) = rest.as_mut() {
-            rest.push(step - step.round());
-        }
-    }
-    if zero {
-        return 0.0;
-    }
-    largest / 127.0 / length
-}
-
-/// Bytes a row of `dim` components takes in each plane: two components a byte.
-fn plane_bytes(dim: usize) -> usize {
-    dim.div_ceil(2)
-}
-
-/// Rows' codes and remainders, as [`Codes`] lays them out.
-#[derive(Default)]
-struct Planes {
-    highs: Vec<u8>,
-    lows: Vec<u8>,
-    rests: Vec<u8>,
-}
-
-impl Planes {
-    /// Appends `vector`'s row; returns its scale (see [`quantize`]).
-    fn push(&mut self, vector: &[f32]) -> f32 {
-        let (mut codes, mut rests) = (Vec::new(), Vec::new());
-        let scale = quantize(vector, &mut codes, Some(&mut rests));
-        let half = plane_bytes(vector.len());
-        let code = |j: usize| codes.get(j).map_or(128, |&c| (i16::from(c) + 128) as u8);
-        // Each remainder as 1..=15 (8 is none): a half-byte.
-        let rest = |j: usize| {
-            rests
-                .get(j)
-                .map_or(8, |r| ((r * 15.0).round().clamp(-7.0, 7.0) as i8 + 8) as u8)
-        };
-        for b in 0..half {
-            let (first, second) = (code(b), code(b + half));
-            self.highs.push(first >> 4 | second & 0xf0);
-            self.lows.push(first & 15 | second << 4);
-            self.rests.push(rest(b) | rest(b + half) << 4);
-        }
-        scale
-    }
 }
 
 #[cfg(test)]

@@ -104,7 +104,12 @@ fn scan_rows(codes: &Codes, ask: Ask, tops: impl Fn(&[u8]) -> i32) -> Vec<(f32, 
         bias, space, limit, ..
     } = ask;
     let mut best = Best::new(limit);
-    for (i, row) in codes.highs.chunks_exact(plane_bytes(codes.dim)).enumerate() {
+    for (i, row) in codes
+        .planes
+        .highs()
+        .chunks_exact(plane_bytes(codes.dim))
+        .enumerate()
+    {
         let row_space = codes.space_of[i];
         if row_space == RETIRED || space.is_some_and(|s| row_space != s) {
             continue;
