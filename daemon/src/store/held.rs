@@ -74,6 +74,13 @@ impl Filled {
     }
 }
 
+/// The columns a write that sets one other than by whole rows makes what is held stale by:
+/// the held ones, and the sparse ones (a row held as not filling one would be answered
+/// without it).
+pub fn staling_held() -> impl Iterator<Item = &'static str> {
+    HELD_COLUMNS.iter().chain(SPARSE_COLUMNS).copied()
+}
+
 /// Whether a held row's `column` is known without reading it: a held column, its namespace
 /// (the codes hold it) or its end of validity (only current rows are held).
 pub fn known_when_held(column: &str) -> bool {

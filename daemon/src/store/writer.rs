@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows};
-use super::held::{HELD_COLUMNS, SPARSE_COLUMNS};
+use super::held::staling_held;
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
 use super::sql::{col, Expr, Filtered, Pred};
@@ -447,10 +447,7 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             for (op, ack) in ops.into_iter().zip(acks) {
                 let changes_counts = op.changes_counts();
                 let changes_vectors = changes_counts || op.patches("vector");
-                let changes_ranking = HELD_COLUMNS
-                    .iter()
-                    .chain(SPARSE_COLUMNS)
-                    .any(|c| op.patches(c));
+                let changes_ranking = staling_held().any(|c| op.patches(c));
                 let on_edges = op.table_name() == Some(EDGES);
                 let merged_edges = match &op {
                     WriteOp::Merge { batch, .. } if on_edges => Some(batch.clone()),

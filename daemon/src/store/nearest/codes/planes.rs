@@ -105,8 +105,10 @@ impl Planes {
 
     /// Puts `vector`'s row in place of row `i`; returns its scale.
     pub(super) fn set(&mut self, i: usize, vector: &[f32]) -> f32 {
-        let mut row = Self::new(0);
-        row.width = self.width;
+        let mut row = Self {
+            width: self.width,
+            ..Default::default()
+        };
         let scale = row.push(vector);
         let at = i * self.width..(i + 1) * self.width;
         self.highs[at.clone()].copy_from_slice(&row.highs);
