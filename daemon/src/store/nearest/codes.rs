@@ -1,7 +1,7 @@
 //! The codes: each held memory's vector at 8 bits a component (plus what rounding left, at
 //! 4), its id, row id, namespace and ranking values (`held.rs`), and the search over them: a
 //! scan of the top four bits of each component (`scan.rs`), and the best rows by them ranked
-//! by the rest. Past `store.vectors_in_memory_max_rows` the vectors are let go and the rest
+//! by the rest, which lies in a file (`tail.rs`). Past `store.vectors_in_memory_max_rows` the vectors are let go and the rest
 //! is kept: the ANN index then finds the candidates, and they are ranked from the values
 //! held here.
 
@@ -11,6 +11,7 @@ use super::super::MemoryRecord;
 
 mod planes;
 mod scan;
+mod tail;
 
 use planes::{plane_bytes, quantize, Planes};
 use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT};
@@ -77,6 +78,13 @@ impl Codes {
             fresh: true,
             ..Default::default()
         }
+    }
+
+    /// Codes whose rows' ranking parts lie in a file in `dir` where one can be made
+    /// (`tail.rs`).
+    pub(super) fn writing_to(mut self, dir: &std::path::Path) -> Self {
+        self.planes = std::mem::take(&mut self.planes).writing_to(dir);
+        self
     }
 
     /// Codes that hold no vectors, only what ranking reads of each row.

@@ -543,7 +543,7 @@ impl Store {
             .select(Select::columns(&columns))
             .with_row_id();
         let mut codes = if vectors {
-            Codes::new(self.dim)
+            Codes::new(self.dim).writing_to(&self.db_dir)
         } else {
             Codes::without_vectors(self.dim)
         };

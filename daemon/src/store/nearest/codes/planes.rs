@@ -2,8 +2,13 @@
 //! signed bytes (plus 128, so unsigned), with what rounding left. They lie in two planes of
 //! half-bytes: the top four bits of every code, which a scan streams (at 100k MiniLM rows
 //! 19 MB rather than 38, and the scan is bound by memory bandwidth), and the bottom four,
-//! which only the ranking of the scan's best rows reads; the remainders lie alike.
+//! which only the ranking of the scan's best rows reads; the remainders lie alike. The
+//! bottom bits and the remainders of a row lie together in the tail (`tail.rs`), which the
+//! daemon keeps in a file where it can.
 
+use std::path::Path;
+
+use super::tail::Tail;
 use crate::linalg::lane_sum;
 
 /// Appends `vector`'s codes to `out` and returns its scale: the product of two rows'
@@ -41,17 +46,26 @@ pub(super) struct Planes {
     width: usize,
     /// The codes' top four bits.
     highs: Vec<u8>,
-    /// Their bottom four bits.
-    lows: Vec<u8>,
-    /// What rounding to the codes left, in fifteenths of a code step (8 is none).
-    rests: Vec<u8>,
+    /// Each row's bottom four bits, then what rounding to its codes left in fifteenths of a
+    /// code step (8 is none).
+    tail: Tail,
 }
 
 impl Planes {
     pub(super) fn new(dim: usize) -> Self {
+        let width = plane_bytes(dim);
         Self {
-            width: plane_bytes(dim),
-            ..Default::default()
+            width,
+            highs: Vec::new(),
+            tail: Tail::new(2 * width),
+        }
+    }
+
+    /// Planes whose tails lie in a file in `dir` where one can be made.
+    pub(super) fn writing_to(self, dir: &Path) -> Self {
+        Self {
+            tail: self.tail.writing_to(dir),
+            ..self
         }
     }
 
@@ -61,15 +75,13 @@ impl Planes {
     }
 
     pub(super) fn reserve(&mut self, rows: usize) {
-        for plane in [&mut self.highs, &mut self.lows, &mut self.rests] {
-            plane.reserve_exact(rows * self.width);
-        }
+        self.highs.reserve_exact(rows * self.width);
+        self.tail.reserve(rows);
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
-        for plane in [&mut self.highs, &mut self.lows, &mut self.rests] {
-            plane.shrink_to_fit();
-        }
+        self.highs.shrink_to_fit();
+        self.tail.shrink_to_fit();
     }
 
     /// Lets every row go.
@@ -77,13 +89,22 @@ impl Planes {
         *self = Self::new(0);
     }
 
+    /// Bytes held in memory.
     pub(super) fn bytes(&self) -> usize {
-        self.highs.len() + self.lows.len() + self.rests.len()
+        self.highs.len() + self.tail.bytes()
     }
 
     /// Appends `vector`'s row (of the planes' dimension); returns its scale (see
     /// [`quantize`]).
     pub(super) fn push(&mut self, vector: &[f32]) -> f32 {
+        let (highs, tail, scale) = self.row(vector);
+        self.highs.extend_from_slice(&highs);
+        self.tail.push(&tail);
+        scale
+    }
+
+    /// `vector`'s top bits, its tail, and its scale.
+    fn row(&self, vector: &[f32]) -> (Vec<u8>, Vec<u8>, f32) {
         let (mut codes, mut rests) = (Vec::new(), Vec::new());
         let scale = quantize(vector, &mut codes, Some(&mut rests));
         let half = self.width;
@@ -94,35 +115,35 @@ impl Planes {
                 .get(j)
                 .map_or(8, |r| ((r * 15.0).round().clamp(-7.0, 7.0) as i8 + 8) as u8)
         };
+        let mut highs = Vec::with_capacity(half);
+        let mut tail = vec![0; 2 * half];
         for b in 0..half {
             let (first, second) = (code(b), code(b + half));
-            self.highs.push(first >> 4 | second & 0xf0);
-            self.lows.push(first & 15 | second << 4);
-            self.rests.push(rest(b) | rest(b + half) << 4);
+            highs.push(first >> 4 | second & 0xf0);
+            tail[b] = first & 15 | second << 4;
+            tail[half + b] = rest(b) | rest(b + half) << 4;
         }
-        scale
+        (highs, tail, scale)
     }
 
     /// Puts `vector`'s row in place of row `i`; returns its scale.
     pub(super) fn set(&mut self, i: usize, vector: &[f32]) -> f32 {
-        let mut row = Self {
-            width: self.width,
-            ..Default::default()
-        };
-        let scale = row.push(vector);
-        let at = i * self.width..(i + 1) * self.width;
-        self.highs[at.clone()].copy_from_slice(&row.highs);
-        self.lows[at.clone()].copy_from_slice(&row.lows);
-        self.rests[at].copy_from_slice(&row.rests);
+        let (highs, tail, scale) = self.row(vector);
+        self.highs[i * self.width..][..self.width].copy_from_slice(&highs);
+        self.tail.set(i, &tail);
         scale
     }
 
     /// Row `i`'s product with `query`, its components in code steps: its codes and what
-    /// rounding left.
+    /// rounding left. Where its tail cannot be read (the file failed), from its top bits
+    /// alone, each taken at the middle of its step.
     pub(super) fn product(&self, i: usize, query: &[f32]) -> f32 {
-        let at = i * self.width..(i + 1) * self.width;
-        let (highs, lows) = (&self.highs[at.clone()], &self.lows[at.clone()]);
-        let rests = &self.rests[at];
+        let highs = &self.highs[i * self.width..][..self.width];
+        let mut tail = vec![0; 2 * self.width];
+        if !self.tail.read(i, &mut tail) {
+            tail.fill(0x88);
+        }
+        let (lows, rests) = tail.split_at(self.width);
         // The product of `query` with the components the halves `shift` of the bytes hold.
         let part = |query: &[f32], shift: u8| {
             let values = highs.iter().zip(lows).zip(rests);
@@ -136,16 +157,14 @@ impl Planes {
         part(first, 0) + part(second, 4)
     }
 
-    /// Asks the CPU to bring row `i` into its caches.
+    /// Asks the CPU to bring row `i`'s top bits into its caches.
     pub(super) fn prefetch(&self, i: usize) {
-        for plane in [&self.highs, &self.lows, &self.rests] {
-            for line in (i * self.width..(i + 1) * self.width).step_by(64) {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: a prefetch never faults, and `line` lies within the plane.
-                unsafe {
-                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                    _mm_prefetch::<_MM_HINT_T0>(plane.as_ptr().add(line).cast());
-                }
+        for line in (i * self.width..(i + 1) * self.width).step_by(64) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch never faults, and `line` lies within the plane.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(self.highs.as_ptr().add(line).cast());
             }
         }
     }
@@ -187,5 +206,33 @@ mod tests {
             }
             assert_eq!(planes.bytes(), 3 * 2 * plane_bytes(dim));
         }
+    }
+
+    #[test]
+    fn rows_whose_tails_lie_in_a_file_read_back_as_rows_held_in_memory() {
+        let dim = 384;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut held, mut filed) = (Planes::new(dim), Planes::new(dim).writing_to(dir.path()));
+        let vector = |i: usize| -> Vec<f32> {
+            (0..dim)
+                .map(|j| ((i * 31 + j * 17) % 101) as f32 / 50.0 - 1.0)
+                .collect()
+        };
+        // Past a write's worth of rows, so the first lie in the file and the last in memory.
+        let rows = 3000;
+        for i in 0..rows {
+            assert_eq!(held.push(&vector(i)), filed.push(&vector(i)));
+        }
+        // Most of the tails are in the file.
+        assert!(filed.bytes() < held.bytes() / 2);
+        // A row in the file and a row still in memory, each put in place of another.
+        for (i, from) in [(5, 2999), (2990, 7)] {
+            assert_eq!(held.set(i, &vector(from)), filed.set(i, &vector(from)));
+        }
+        let query = vector(12345);
+        for i in 0..rows {
+            assert_eq!(held.product(i, &query), filed.product(i, &query), "row {i}");
+        }
+        assert_eq!(filed.product(5, &query), filed.product(2999, &query));
     }
 }
