@@ -75,6 +75,7 @@ impl Codes {
             dim,
             vectors: true,
             planes: Planes::new(dim),
+            held: Held::with_vectors(true),
             fresh: true,
             ..Default::default()
         }
@@ -91,6 +92,7 @@ impl Codes {
     pub(super) fn without_vectors(dim: usize) -> Self {
         Self {
             vectors: false,
+            held: Held::with_vectors(false),
             ..Self::new(dim)
         }
     }
@@ -103,6 +105,7 @@ impl Codes {
     /// Lets the vectors go, keeping the rest.
     pub(super) fn drop_vectors(&mut self) {
         self.vectors = false;
+        self.held.drop_with_vectors();
         self.planes.clear();
         self.scales = Vec::new();
     }
@@ -304,7 +307,7 @@ impl Codes {
         refined
     }
 
-    /// Which sparse columns row `i` fills.
+    /// Which sparse columns row `i` fills, and whether it holds its answered columns.
     pub(super) fn filled(&self, i: usize) -> Filled {
         self.held.filled(i)
     }

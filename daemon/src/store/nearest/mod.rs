@@ -28,7 +28,9 @@ use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use codes::Codes;
 
 use super::filter::current;
-use super::held::{known_when_held, with_held, Filled, HELD_COLUMNS, SPARSE_COLUMNS};
+use super::held::{
+    known_when_held, with_held, Filled, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS,
+};
 use super::memories::{Near, Scored, RANKING_COLUMNS};
 use super::schema::{answered_columns, records};
 use super::sql::{col, Filtered, Pred};
@@ -424,9 +426,11 @@ impl Store {
                 .map(String::as_str)
                 .filter(|c| !known_when_held(c) && filled.must_read(c))
                 .collect();
+            let with_vectors = filled.holds_with_vectors();
             for taken in self.take(&at_held, &unknown, false).await? {
                 if let Some(values) = values.remove(&taken.record.id) {
-                    rows.insert(values.id.clone(), with_held(taken.record, values));
+                    let row = with_held(taken.record, values, with_vectors);
+                    rows.insert(row.id.clone(), row);
                 }
             }
         }
@@ -536,6 +540,9 @@ impl Store {
         }
         columns.extend(HELD_COLUMNS);
         columns.extend(SPARSE_COLUMNS);
+        if vectors {
+            columns.extend(HELD_WITH_VECTORS);
+        }
         let query = self
             .memories
             .query()
@@ -603,7 +610,7 @@ mod tests {
     #[tokio::test]
     async fn rows_completed_from_held_values_are_the_rows_stored() {
         use crate::store::{col, WriteOp};
-        use lancedb::arrow::arrow_array::{ArrayRef, Int64Array, StringArray};
+        use lancedb::arrow::arrow_array::{ArrayRef, Float32Array, Int64Array, StringArray};
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::test_store(dir.path()).await;
         let mut rows = vec![row("a", 0), row("b", 1), row("c", 2)];
@@ -624,6 +631,12 @@ mod tests {
         rows[2].is_summary = true;
         rows[2].summarizes = vec!["a".into()];
         rows[2].faded_at = Some(3);
+        // Columns held with the vectors, in every form they take.
+        rows[0].kind = mnemo_protocol::memory::MemoryKind::Preference;
+        (rows[0].emotion_primary, rows[0].emotion_intensity) = (Some("joy".into()), Some(0.6));
+        (rows[0].emotion_valence, rows[0].emotion_arousal) = (Some(-0.25), Some(0.75));
+        rows[1].emotion_primary = Some("an emotion no lexicon names".into());
+        rows[2].valid_from = rows[2].created_at + 5;
         let writer = store.writer();
         writer.submit(WriteOp::Insert(rows.clone())).await.unwrap();
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
@@ -655,20 +668,33 @@ mod tests {
             wanted.iter().filter(|(id, _)| id == "b").cloned().collect();
         assert_eq!(store.complete(&b_alone).await.unwrap()["b"], stored["b"]);
 
-        // A patch of a sparse column (as the access fold writes): the rows that held it
-        // empty are read whole.
-        let ids: ArrayRef = std::sync::Arc::new(StringArray::from(vec!["b"]));
-        let accessed: ArrayRef = std::sync::Arc::new(Int64Array::from(vec![Some(77)]));
-        let batch = store
-            .patch(vec![("id", ids), ("last_accessed_at", accessed)])
-            .unwrap();
-        let only_if = None;
-        writer
-            .submit(WriteOp::Patch { batch, only_if })
-            .await
-            .unwrap();
+        // A patch of b's `column` (as the access fold or the LLM's reading writes).
+        let patch_b = |column: &'static str, value: ArrayRef| {
+            let ids: ArrayRef = std::sync::Arc::new(StringArray::from(vec!["b"]));
+            let batch = store.patch(vec![("id", ids), (column, value)]).unwrap();
+            let only_if = None;
+            writer.submit(WriteOp::Patch { batch, only_if })
+        };
+        // Of a sparse column: the rows that held it empty are read whole.
+        let accessed = std::sync::Arc::new(Int64Array::from(vec![Some(77)]));
+        patch_b("last_accessed_at", accessed).await.unwrap();
         let completed = store.complete(&b_alone).await.unwrap();
         assert_eq!(completed["b"].last_accessed_at, Some(77));
+        // Of a column held with the vectors, the codes read again first.
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let valence = std::sync::Arc::new(Float32Array::from(vec![Some(0.5)]));
+        patch_b("emotion_valence", valence).await.unwrap();
+        let b_now: Vec<(String, Option<u64>)> = store
+            .nearest_held(&unit(1), None, 3)
+            .await
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.record.id == "b")
+            .map(|s| (s.record.id, s.row_id))
+            .collect();
+        let completed = store.complete(&b_now).await.unwrap();
+        assert_eq!(completed["b"].emotion_valence, Some(0.5));
 
         // Held values gone stale (a bulk change of strength): every column is taken.
         let decay = WriteOp::Update {
