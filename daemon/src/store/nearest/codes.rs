@@ -1,9 +1,9 @@
 //! The codes: each held memory's vector at 8 bits a component (plus what rounding left, at
 //! 4), its id, row id, namespace and ranking values (`held.rs`), and the search over them: a
 //! scan of the top four bits of each component (`scan.rs`), and the best rows by them ranked
-//! by the rest, which lies in a file (`tail.rs`). Past `store.vectors_in_memory_max_rows` the vectors are let go and the rest
-//! is kept: the ANN index then finds the candidates, and they are ranked from the values
-//! held here.
+//! by the rest, which lies in a file (`tail.rs`). Past `store.vectors_in_memory_max_rows`
+//! the vectors are let go and the rest is kept: the ANN index then finds the candidates, and
+//! they are ranked from the values held here.
 
 use super::super::held::{Filled, Held};
 use super::super::memories::{Near, Scored};
@@ -307,7 +307,8 @@ impl Codes {
         refined
     }
 
-    /// Which sparse columns row `i` fills, and whether it holds its answered columns.
+    /// Which sparse columns row `i` fills, and whether it holds the columns held with the
+    /// vectors.
     pub(super) fn filled(&self, i: usize) -> Filled {
         self.held.filled(i)
     }

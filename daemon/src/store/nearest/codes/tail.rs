@@ -39,11 +39,12 @@ impl Tail {
     /// stay in memory and the log says so.
     pub(super) fn writing_to(mut self, dir: &Path) -> Self {
         match file_in(dir) {
-            Ok(file) => self.file = Some(file),
-            Err(e) => tracing::warn!(
+            Some(Ok(file)) => self.file = Some(file),
+            Some(Err(e)) => tracing::warn!(
                 "the vectors' codes stay wholly in memory: no file for their ranking part in {}: {e}",
                 dir.display()
             ),
+            None => {}
         }
         self
     }
@@ -113,15 +114,16 @@ impl Tail {
     }
 }
 
-#[cfg(target_os = "linux")]
-fn file_in(dir: &Path) -> std::io::Result<File> {
-    // O_TMPFILE: a file with no name, so nothing is left behind after a crash.
-    tempfile::tempfile_in(dir)
+/// A file with no name in `dir` (O_TMPFILE on Linux; elsewhere made and unlinked at once),
+/// so nothing is left behind after a crash. None where there are no positioned reads.
+#[cfg(unix)]
+fn file_in(dir: &Path) -> Option<std::io::Result<File>> {
+    Some(tempfile::tempfile_in(dir))
 }
 
-#[cfg(not(target_os = "linux"))]
-fn file_in(_: &Path) -> std::io::Result<File> {
-    Err(std::io::Error::other("kept in memory on this system"))
+#[cfg(not(unix))]
+fn file_in(_: &Path) -> Option<std::io::Result<File>> {
+    None
 }
 
 #[cfg(unix)]
