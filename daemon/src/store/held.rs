@@ -122,20 +122,7 @@ pub fn known_when_held(column: &str) -> bool {
 /// [`HELD_WITH_VECTORS`] where `with_vectors`) with the values held for it (`values`, as
 /// [`Held::record`] gives them).
 pub fn with_held(taken: MemoryRecord, values: MemoryRecord, with_vectors: bool) -> MemoryRecord {
-    let taken = if with_vectors {
-        MemoryRecord {
-            kind: values.kind,
-            valid_from: values.valid_from,
-            emotion_primary: values.emotion_primary.clone(),
-            emotion_intensity: values.emotion_intensity,
-            emotion_valence: values.emotion_valence,
-            emotion_arousal: values.emotion_arousal,
-            ..taken
-        }
-    } else {
-        taken
-    };
-    MemoryRecord {
+    let mut row = MemoryRecord {
         lineage: values.lineage,
         namespace: values.namespace,
         salience: values.salience,
@@ -146,7 +133,16 @@ pub fn with_held(taken: MemoryRecord, values: MemoryRecord, with_vectors: bool) 
         event_end: values.event_end,
         valid_to: None,
         ..taken
+    };
+    if with_vectors {
+        row.kind = values.kind;
+        row.valid_from = values.valid_from;
+        row.emotion_primary = values.emotion_primary;
+        row.emotion_intensity = values.emotion_intensity;
+        row.emotion_valence = values.emotion_valence;
+        row.emotion_arousal = values.emotion_arousal;
     }
+    row
 }
 
 /// An absent time (64 bytes a row rather than 88 with `Option`s).
@@ -345,10 +341,10 @@ impl Held {
         })
     }
 
-    /// Row `i` as ranking reads it: these columns, its id and namespace, current, and its
+    /// Row `i` as a search answers with it: as ranking reads it ([`Held::record`]), with its
     /// [`HELD_WITH_VECTORS`] where held.
-    pub fn record(&self, i: usize, id: &str, namespace: &str) -> MemoryRecord {
-        let mut record = self.ranked(i, id, namespace);
+    pub fn answered(&self, i: usize, id: &str, namespace: &str) -> MemoryRecord {
+        let mut record = self.record(i, id, namespace);
         if let Some(a) = self.with_vectors_at(i) {
             record.kind = a.kind;
             record.valid_from = a.valid_from;
@@ -363,8 +359,8 @@ impl Held {
         record
     }
 
-    /// Row `i`'s ranking values.
-    fn ranked(&self, i: usize, id: &str, namespace: &str) -> MemoryRecord {
+    /// Row `i` as ranking reads it: these columns, its id and namespace, current.
+    pub fn record(&self, i: usize, id: &str, namespace: &str) -> MemoryRecord {
         let f = &self.rows[i];
         let at = f.entities_at as usize;
         let entities = self.entity_of[at..at + f.entities_len as usize]
@@ -527,7 +523,7 @@ mod tests {
         for i in 1..300 {
             held.push(&emotion(i), &[]);
         }
-        let back = held.record(0, "plain", "default");
+        let back = held.answered(0, "plain", "default");
         assert_eq!(
             (
                 back.emotion_primary,
@@ -536,7 +532,7 @@ mod tests {
             ),
             (None, None, Some(-1.0))
         );
-        let back = held.record(7, "r7", "default");
+        let back = held.answered(7, "r7", "default");
         let r7 = emotion(7);
         assert_eq!(
             (back.emotion_primary, back.valid_from, back.kind),
@@ -548,10 +544,10 @@ mod tests {
             "a NaN other than the one meaning None is held as it is"
         );
         assert!(held.filled(254).holds_with_vectors() && !held.filled(255).holds_with_vectors());
-        assert_eq!(held.record(255, "r255", "default").emotion_primary, None);
+        assert_eq!(held.answered(255, "r255", "default").emotion_primary, None);
         held.drop_with_vectors();
         assert!(!held.filled(7).holds_with_vectors());
-        assert_eq!(held.record(7, "r7", "default").emotion_primary, None);
+        assert_eq!(held.answered(7, "r7", "default").emotion_primary, None);
         held.push(&emotion(7), &[]);
         assert!(!held.filled(300).holds_with_vectors(), "none held after");
     }

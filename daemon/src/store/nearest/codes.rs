@@ -342,6 +342,12 @@ impl Codes {
         }
     }
 
+    /// Row `i` as a search answers with it: its ranking values and what else is held of it.
+    pub(super) fn answered(&self, i: usize) -> MemoryRecord {
+        let namespace = &self.spaces[self.space_of[i] as usize];
+        self.held.answered(i, self.id(i), namespace)
+    }
+
     /// Bytes held, for the log.
     pub(super) fn bytes(&self) -> usize {
         use std::mem::size_of;

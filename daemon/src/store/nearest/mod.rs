@@ -402,7 +402,7 @@ impl Store {
             .held_as(
                 &near,
                 |codes, n| codes.index_at(n.row_id?),
-                |codes, i| (codes.scored(i as u32, 0.0).record, codes.filled(i)),
+                |codes, i| (codes.answered(i), codes.filled(i)),
             )
             .unwrap_or_else(|| vec![None; near.len()]);
         let (mut at_held, mut whole) = (Vec::new(), Vec::new());
