@@ -69,18 +69,26 @@ pub fn matmul(
     }
 }
 
-/// Scales a vector to unit length in place (a zero vector stays zero).
-/// A sum kept in 16 running lanes: a plain sum of f32 must add in order, so it does not
-/// vectorise.
+/// The sum of `term(i)` for `i` in `0..n`, kept in 16 running lanes: a plain sum of f32 must
+/// add in order, so it does not vectorise. The terms are asked sixteen at a time, so a term
+/// that indexes slices of at least `n` vectorises too (an iterator's sum, taken one by one
+/// into `i % 16`, stayed scalar).
 #[inline(always)]
-pub fn lane_sum(values: impl Iterator<Item = f32>) -> f32 {
+pub fn lane_sum(n: usize, term: impl Fn(usize) -> f32) -> f32 {
     let mut lanes = [0.0f32; 16];
-    for (i, v) in values.enumerate() {
-        lanes[i % 16] += v;
+    let whole = n / 16 * 16;
+    for start in (0..whole).step_by(16) {
+        for (lane, sum) in lanes.iter_mut().enumerate() {
+            *sum += term(start + lane);
+        }
+    }
+    for (sum, i) in lanes.iter_mut().zip(whole..n) {
+        *sum += term(i);
     }
     lanes.iter().sum()
 }
 
+/// Scales a vector to unit length in place (a zero vector stays zero).
 pub fn l2_normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {

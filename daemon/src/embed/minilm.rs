@@ -77,22 +77,9 @@ impl Embedder for MiniLmEmbedder {
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| EmbedError::Compute(e.to_string()))?;
         let sequences: Vec<Vec<u32>> = encodings.iter().map(|e| e.get_ids().to_vec()).collect();
-        // Batches of about the same token count keep each product large and memory bounded.
-        let budget = self.batch_size * 64;
-        let mut out = Vec::with_capacity(texts.len());
-        let mut start = 0;
-        while start < sequences.len() {
-            let mut end = start;
-            let mut tokens = 0;
-            while end < sequences.len() && (end == start || tokens + sequences[end].len() <= budget)
-            {
-                tokens += sequences[end].len();
-                end += 1;
-            }
-            out.extend(self.fast.embed(&sequences[start..end]));
-            start = end;
-        }
-        Ok(out)
+        // Batches of `batch_size` × 64 tokens: about twice `batch_size` chat turns (~36 tokens
+        // each), so each product is large and the memory a batch takes bounded.
+        Ok(self.fast.embed(&sequences, self.batch_size * 64))
     }
 }
 

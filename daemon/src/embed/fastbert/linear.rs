@@ -71,16 +71,20 @@ impl Linear {
         }
     }
 
-    /// `x·Wᵀ + b` for `rows` rows of x, on up to `threads` threads: a batch's rows are
-    /// shared out, a query's few rows have its bands shared out.
-    pub(super) fn forward(&self, x: &[f32], rows: usize, threads: usize) -> Vec<f32> {
+    /// `y = x·Wᵀ + b` for `rows` rows of x, on up to `threads` threads: a batch's rows are
+    /// shared out, a query's few rows have its bands shared out. `y` is resized to the rows
+    /// and wholly overwritten.
+    pub(super) fn forward(&self, x: &[f32], rows: usize, threads: usize, y: &mut Vec<f32>) {
         let (inp, out) = (self.inp, self.out);
-        let mut y = vec![0.0; rows * out];
+        y.resize(rows * out, 0.0);
         if threads > 1 && rows >= ROWS_TO_SPLIT {
             let share = rows.div_ceil(threads);
             y.par_chunks_mut(share * out)
                 .zip(x.par_chunks(share * inp))
-                .for_each(|(y, x)| self.every_band(x, y));
+                .for_each(|(y, x)| {
+                    self.every_band(x, y);
+                    self.add_bias(y);
+                });
         } else if threads > 1 && out > self.width {
             let bands: Vec<(usize, Vec<f32>)> = (0..out.div_ceil(self.width))
                 .into_par_iter()
@@ -97,13 +101,19 @@ impl Linear {
                     row[start..][..cols].copy_from_slice(part);
                 }
             }
+            self.add_bias(y);
         } else {
-            self.every_band(x, &mut y);
+            self.every_band(x, y);
+            self.add_bias(y);
         }
-        for row in y.chunks_exact_mut(out) {
+    }
+
+    /// `y += b` on each row, on this thread (in a batch, each thread on its own rows while
+    /// they are in its cache).
+    fn add_bias(&self, y: &mut [f32]) {
+        for row in y.chunks_exact_mut(self.out) {
             row.iter_mut().zip(&self.b).for_each(|(v, b)| *v += b);
         }
-        y
     }
 
     /// Columns of the band from column `start` (the last may be narrower).
@@ -206,7 +216,10 @@ mod tests {
         // the shares differ).
         for (rows, threads) in [(3, 1), (3, 2), (ROWS_TO_SPLIT + 7, 2)] {
             let x: Vec<f32> = (0..rows * inp).map(|i| value(i + 13)).collect();
-            let y = layer.forward(&x, rows, threads);
+            // Filled with garbage first: every element must be overwritten.
+            let mut y = vec![f32::NAN; rows * out + 5];
+            layer.forward(&x, rows, threads, &mut y);
+            assert_eq!(y.len(), rows * out);
             for r in 0..rows {
                 for j in 0..out {
                     let want: f32 = b[j]

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+mod activations;
 mod linear;
 
 use crate::linalg::{lane_sum, matmul};
@@ -13,6 +14,7 @@ use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
 use super::EmbedError;
+use activations::{gelu, softmax_rows};
 use linear::Linear;
 
 struct Norm {
@@ -27,6 +29,20 @@ struct Layer {
     ff1: Linear,
     ff2: Linear,
     ln2: Norm,
+}
+
+/// The activations of a forward pass, kept from one layer and batch to the next: fresh
+/// vectors each layer were ~4 % of a batch's time in page faults and zeroing. Each is
+/// resized to a batch's rows and wholly overwritten, so nothing is zeroed but growth. Freed
+/// when the call ends, so an idle mnemod holds none of it.
+#[derive(Default)]
+struct Buffers {
+    x: Vec<f32>,
+    qkv: Vec<f32>,
+    ctx: Vec<f32>,
+    attn: Vec<f32>,
+    inner: Vec<f32>,
+    x_next: Vec<f32>,
 }
 
 pub struct FastBert {
@@ -47,11 +63,32 @@ pub struct FastBert {
 }
 
 impl Norm {
-    fn apply(&self, x: &mut [f32], eps: f32) {
+    /// `x += residual` where there is one, then each row layer-normalised: compiled for
+    /// AVX-512 where the CPU has it, as the activations are.
+    fn apply(&self, x: &mut [f32], residual: Option<&[f32]>, eps: f32) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            return unsafe { self.apply_avx512(x, residual, eps) };
+        }
+        self.apply_portable(x, residual, eps)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn apply_avx512(&self, x: &mut [f32], residual: Option<&[f32]>, eps: f32) {
+        self.apply_portable(x, residual, eps)
+    }
+
+    #[inline(always)]
+    fn apply_portable(&self, x: &mut [f32], residual: Option<&[f32]>, eps: f32) {
+        if let Some(residual) = residual {
+            x.iter_mut().zip(residual).for_each(|(v, r)| *v += r);
+        }
         let n = self.gamma.len();
         for row in x.chunks_exact_mut(n) {
-            let mean = lane_sum(row.iter().copied()) / n as f32;
-            let var = lane_sum(row.iter().map(|v| (v - mean) * (v - mean))) / n as f32;
+            let mean = lane_sum(n, |i| row[i]) / n as f32;
+            let var = lane_sum(n, |i| (row[i] - mean) * (row[i] - mean)) / n as f32;
             let inv = 1.0 / (var + eps).sqrt();
             for ((v, g), b) in row.iter_mut().zip(&self.gamma).zip(&self.beta) {
                 *v = (*v - mean) * inv * g + b;
@@ -108,62 +145,6 @@ fn in_bytes(m: &[f32], cols: usize) -> (Vec<i8>, Vec<f32>) {
 
 /// Rows below which an element-wise step is not worth handing to another thread.
 const MIN_SHARE: usize = 16;
-
-/// GELU in place, `0.5·x·(1 + erf(x/√2))`, over a whole slice so the loop vectorises: by the
-/// loop compiled for AVX-512 where the CPU has it (mnemod is built for the baseline x86-64,
-/// whose loops vectorise 4 wide; GELU's share of a batch's time went from ~3.9 % to 1.4 %).
-fn gelu(xs: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F, checked just above.
-        return unsafe { gelu_avx512(xs) };
-    }
-    gelu_portable(xs)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn gelu_avx512(xs: &mut [f32]) {
-    gelu_portable(xs)
-}
-
-#[inline(always)]
-fn gelu_portable(xs: &mut [f32]) {
-    for x in xs {
-        *x = 0.5 * *x * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2));
-    }
-}
-
-/// erf as a rational function on [-4, 4] (beyond it erf is ±1 in f32): the approximation
-/// Eigen and XLA use, within a few ulps of the exact value and free of branches, so it
-/// vectorises where libm's `erff` (an eighth of the embedder's time) does not.
-#[allow(clippy::excessive_precision)]
-#[inline(always)]
-fn erf(x: f32) -> f32 {
-    let x = x.clamp(-4.0, 4.0);
-    let x2 = x * x;
-    let mut p = -2.72614225801306e-10f32;
-    for a in [
-        2.77068142495902e-08,
-        -2.10102402082508e-06,
-        -5.69250639462346e-05,
-        -7.34990630326855e-04,
-        -2.95459980854025e-03,
-        -1.60960333262415e-02,
-    ] {
-        p = p * x2 + a;
-    }
-    let mut q = -1.45660718464996e-05f32;
-    for b in [
-        -2.13374055278905e-04,
-        -1.68282697438203e-03,
-        -7.37332916720468e-03,
-        -1.42647390514189e-02,
-    ] {
-        q = q * x2 + b;
-    }
-    x * p / q
-}
 
 impl FastBert {
     pub fn load(
@@ -245,21 +226,37 @@ impl FastBert {
     }
 
     /// Mean-pooled, L2-normalised embeddings of token sequences (each non-empty, within the
-    /// model's positions).
-    pub fn embed(&self, sequences: &[Vec<u32>]) -> Vec<Vec<f32>> {
+    /// model's positions), in batches of about `batch_tokens` tokens (a longer sequence is a
+    /// batch of its own): each product stays large, and the memory a batch takes bounded.
+    pub fn embed(&self, sequences: &[Vec<u32>], batch_tokens: usize) -> Vec<Vec<f32>> {
         // On a thread of rayon's pool, so the steps shared between threads below hand out
         // their parts from inside it rather than each waking the pool from outside.
-        rayon::scope(|_| self.forward(sequences))
+        rayon::scope(|_| {
+            let mut buffers = Buffers::default();
+            let mut out = Vec::with_capacity(sequences.len());
+            let mut start = 0;
+            while start < sequences.len() {
+                let mut end = start + 1;
+                let mut tokens = sequences[start].len();
+                while end < sequences.len() && tokens + sequences[end].len() <= batch_tokens {
+                    tokens += sequences[end].len();
+                    end += 1;
+                }
+                out.extend(self.forward(&sequences[start..end], &mut buffers));
+                start = end;
+            }
+            out
+        })
     }
 
-    fn forward(&self, sequences: &[Vec<u32>]) -> Vec<Vec<f32>> {
+    fn forward(&self, sequences: &[Vec<u32>], b: &mut Buffers) -> Vec<Vec<f32>> {
         let h = self.hidden;
         let total: usize = sequences.iter().map(Vec::len).sum();
         if total == 0 {
             return vec![vec![0.0; h]; sequences.len()];
         }
         let vocab = self.word.len() / h;
-        let mut x = Vec::with_capacity(total * h);
+        b.x.clear();
         for seq in sequences {
             for (t, &id) in seq.iter().enumerate() {
                 let (id, t) = ((id as usize).min(vocab - 1), t.min(self.max_pos - 1));
@@ -269,27 +266,33 @@ impl FastBert {
                     &self.pos[t * h..][..h],
                     &self.token_type[..h],
                 );
-                x.extend((0..h).map(|i| f32::from(w[i]) * scale[i / BLOCK] + p[i] + ty[i]));
+                b.x.extend((0..h).map(|i| f32::from(w[i]) * scale[i / BLOCK] + p[i] + ty[i]));
             }
         }
-        self.emb_ln.apply(&mut x, self.eps);
+        self.emb_ln.apply(&mut b.x, None, self.eps);
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(&x, total, self.threads);
-            let ctx = self.attention(&qkv, sequences);
-            let mut attn = layer.attn_out.forward(&ctx, total, self.threads);
-            self.add_and_norm(&mut attn, &x, &layer.ln1);
-            let mut inner = layer.ff1.forward(&attn, total, self.threads);
-            let share = self.share(total) * inner.len() / total;
-            inner.par_chunks_mut(share).for_each(gelu);
-            let mut out = layer.ff2.forward(&inner, total, self.threads);
-            self.add_and_norm(&mut out, &attn, &layer.ln2);
-            x = out;
+            layer.qkv.forward(&b.x, total, self.threads, &mut b.qkv);
+            self.attention(&b.qkv, sequences, &mut b.ctx);
+            layer
+                .attn_out
+                .forward(&b.ctx, total, self.threads, &mut b.attn);
+            self.add_and_norm(&mut b.attn, &b.x, &layer.ln1);
+            layer
+                .ff1
+                .forward(&b.attn, total, self.threads, &mut b.inner);
+            let share = self.share(total) * b.inner.len() / total;
+            b.inner.par_chunks_mut(share).for_each(gelu);
+            layer
+                .ff2
+                .forward(&b.inner, total, self.threads, &mut b.x_next);
+            self.add_and_norm(&mut b.x_next, &b.attn, &layer.ln2);
+            std::mem::swap(&mut b.x, &mut b.x_next);
         }
         let mut start = 0;
         sequences
             .iter()
             .map(|seq| {
-                let rows = &x[start * h..(start + seq.len()) * h];
+                let rows = &b.x[start * h..(start + seq.len()) * h];
                 start += seq.len();
                 let mut mean = vec![0.0f32; h];
                 for row in rows.chunks_exact(h) {
@@ -312,18 +315,16 @@ impl FastBert {
         let share = self.share(x.len() / self.hidden) * self.hidden;
         x.par_chunks_mut(share)
             .zip(residual.par_chunks(share))
-            .for_each(|(x, residual)| {
-                x.iter_mut().zip(residual).for_each(|(v, r)| *v += r);
-                norm.apply(x, self.eps);
-            });
+            .for_each(|(x, residual)| norm.apply(x, Some(residual), self.eps));
     }
 
     /// Self-attention of each sequence on its own: softmax(Q·Kᵀ/√d)·V per head, the
     /// sequences shared between threads.
-    fn attention(&self, qkv: &[f32], sequences: &[Vec<u32>]) -> Vec<f32> {
+    fn attention(&self, qkv: &[f32], sequences: &[Vec<u32>], ctx: &mut Vec<f32>) {
         let h = self.hidden;
         let total: usize = sequences.iter().map(Vec::len).sum();
-        let mut ctx = vec![0.0f32; total * h];
+        // Every element is written: each head its own columns of every row.
+        ctx.resize(total * h, 0.0);
         // Each sequence's rows of ctx, and where its rows start in qkv.
         let mut parts = Vec::with_capacity(sequences.len());
         let (mut rest, mut start) = (&mut ctx[..], 0);
@@ -337,7 +338,6 @@ impl FastBert {
             .for_each_init(Vec::new, |scores, (ctx, start)| {
                 self.attend(&qkv[start * 3 * h..], ctx, scores)
             });
-        ctx
     }
 
     /// One sequence's attention: `qkv` from its first row, `ctx` its rows.
@@ -365,15 +365,7 @@ impl FastBert {
                 scale,
                 1,
             );
-            for row in scores.chunks_exact_mut(t) {
-                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut sum = 0.0;
-                row.iter_mut().for_each(|s| {
-                    *s = (*s - max).exp();
-                    sum += *s;
-                });
-                row.iter_mut().for_each(|s| *s /= sum);
-            }
+            softmax_rows(scores, t);
             matmul(
                 t,
                 d,
@@ -435,14 +427,5 @@ mod tests {
             super::side_by_side(&[&[1., 2.], &[3., 4., 5., 6.]], 2),
             [1., 3., 4., 2., 5., 6.]
         );
-    }
-
-    #[test]
-    fn erf_matches_libm_everywhere() {
-        let worst = (-60_000..=60_000)
-            .map(|i| i as f32 / 10_000.0)
-            .map(|x| (super::erf(x) - libm::erff(x)).abs())
-            .fold(0.0f32, f32::max);
-        assert!(worst < 1e-6, "worst error {worst}");
     }
 }

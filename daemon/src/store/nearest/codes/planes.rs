@@ -146,12 +146,13 @@ impl Planes {
         let (lows, rests) = tail.split_at(self.width);
         // The product of `query` with the components the halves `shift` of the bytes hold.
         let part = |query: &[f32], shift: u8| {
-            let values = highs.iter().zip(lows).zip(rests);
-            lane_sum(query.iter().zip(values).map(|(q, ((h, l), r))| {
-                let code = (h >> shift & 15) << 4 | (l >> shift & 15);
-                let rest = (r >> shift & 15) as i8 - 8;
-                q * (f32::from(i16::from(code) - 128) + f32::from(rest) / 15.0)
-            }))
+            let n = query.len().min(self.width);
+            let (highs, lows, rests) = (&highs[..n], &lows[..n], &rests[..n]);
+            lane_sum(n, |i| {
+                let code = (highs[i] >> shift & 15) << 4 | (lows[i] >> shift & 15);
+                let rest = (rests[i] >> shift & 15) as i8 - 8;
+                query[i] * (f32::from(i16::from(code) - 128) + f32::from(rest) / 15.0)
+            })
         };
         let (first, second) = query.split_at(self.width.min(query.len()));
         part(first, 0) + part(second, 4)
