@@ -100,8 +100,8 @@ fn erf(x: f32) -> f32 {
 const EXP_MIN: f32 = -87.33654;
 
 /// e^x for x ≤ 88 as Cephes' expf computes it: x = n·ln 2 + r with |r| ≤ ln 2 / 2, e^r by a
-/// polynomial, 2^n put in the exponent's bits; within 2 ulps of libm's, and free of branches
-/// and calls. Below [`EXP_MIN`] it gives e^EXP_MIN.
+/// polynomial, 2^n put in the exponent's bits; within 3e-7 of libm's (relative, tested), and
+/// free of branches and calls. Below [`EXP_MIN`] it gives e^EXP_MIN.
 #[allow(clippy::excessive_precision)]
 #[inline(always)]
 fn exp(x: f32) -> f32 {
@@ -168,7 +168,10 @@ mod tests {
         for (got, want) in scores.iter().zip(expected.iter().flatten()) {
             assert!((f64::from(*got) - want).abs() < 1e-7, "{got} vs {want}");
         }
-        assert_eq!(scores[3], scores[3].max(0.0), "nothing negative");
+        assert!(
+            scores[3] >= 0.0 && scores[7] >= 0.0,
+            "an underflowing score weighs ≥ 0"
+        );
         assert!((scores[4] - 1.0 / 3.0).abs() < 1e-7);
     }
 }
