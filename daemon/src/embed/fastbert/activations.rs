@@ -1,25 +1,34 @@
-//! The encoder's element-wise steps, GELU and attention's softmax, written as loops over
+//! The encoder's element-wise steps, GELU, attention's softmax and layer norm, written as loops over
 //! whole slices that vectorise: compiled for AVX-512 where the CPU has it (mnemod is built for
 //! the baseline x86-64, whose loops vectorise 4 wide), with erf and exp as polynomials rather
 //! than libm's calls, which do not vectorise.
 
 use crate::linalg::lane_sum;
 
-/// GELU in place, `0.5·x·(1 + erf(x/√2))` (its share of a batch's time went from ~3.9 % to
-/// 1.4 % with the AVX-512 loop and the rational erf).
-pub(super) fn gelu(xs: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F, checked just above.
-        return unsafe { gelu_avx512(xs) };
-    }
-    gelu_portable(xs)
+/// `$vis fn $name(args)`, running `$portable(args)` compiled for AVX-512 where the CPU has
+/// it, and as built (baseline x86-64) elsewhere: one dispatch for every element-wise step.
+macro_rules! avx512_where_there {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) => $portable:ident) => {
+        $(#[$doc])*
+        $vis fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn wide($($arg: $ty),*) {
+                    $portable($($arg),*)
+                }
+                // SAFETY: the CPU has AVX-512F, checked just above.
+                return unsafe { wide($($arg),*) };
+            }
+            $portable($($arg),*)
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn gelu_avx512(xs: &mut [f32]) {
-    gelu_portable(xs)
+avx512_where_there! {
+    /// GELU in place, `0.5·x·(1 + erf(x/√2))` (its share of a batch's time went from ~3.9 %
+    /// to 1.4 % with the AVX-512 loop and the rational erf).
+    pub(super) fn gelu(xs: &mut [f32]) => gelu_portable
 }
 
 #[inline(always)]
@@ -29,20 +38,9 @@ fn gelu_portable(xs: &mut [f32]) {
     }
 }
 
-/// Each row of `scores` (rows `width` long) turned into its softmax in place.
-pub(super) fn softmax_rows(scores: &mut [f32], width: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F, checked just above.
-        return unsafe { softmax_avx512(scores, width) };
-    }
-    softmax_portable(scores, width)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn softmax_avx512(scores: &mut [f32], width: usize) {
-    softmax_portable(scores, width)
+avx512_where_there! {
+    /// Each row of `scores` (rows `width` long) turned into its softmax in place.
+    pub(super) fn softmax_rows(scores: &mut [f32], width: usize) => softmax_portable
 }
 
 /// The exponentials in a loop of their own and the sum in lanes: a sum taken in the same
@@ -62,6 +60,40 @@ fn softmax_portable(scores: &mut [f32], width: usize) {
         row.iter_mut().for_each(|s| *s = exp(*s - max));
         let inverse = 1.0 / lane_sum(width, |i| row[i]);
         row.iter_mut().for_each(|s| *s *= inverse);
+    }
+}
+
+avx512_where_there! {
+    /// `x += residual` where there is one, then each row (`gamma.len()` long)
+    /// layer-normalised.
+    pub(super) fn layer_norm(
+        x: &mut [f32],
+        residual: Option<&[f32]>,
+        gamma: &[f32],
+        beta: &[f32],
+        eps: f32
+    ) => layer_norm_portable
+}
+
+#[inline(always)]
+fn layer_norm_portable(
+    x: &mut [f32],
+    residual: Option<&[f32]>,
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+) {
+    if let Some(residual) = residual {
+        x.iter_mut().zip(residual).for_each(|(v, r)| *v += r);
+    }
+    let n = gamma.len();
+    for row in x.chunks_exact_mut(n) {
+        let mean = lane_sum(n, |i| row[i]) / n as f32;
+        let var = lane_sum(n, |i| (row[i] - mean) * (row[i] - mean)) / n as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = (*v - mean) * inv * g + b;
+        }
     }
 }
 

@@ -9,12 +9,12 @@ use std::path::Path;
 mod activations;
 mod linear;
 
-use crate::linalg::{lane_sum, matmul};
+use crate::linalg::matmul;
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
 use super::EmbedError;
-use activations::{gelu, softmax_rows};
+use activations::{gelu, layer_norm, softmax_rows};
 use linear::Linear;
 
 struct Norm {
@@ -63,37 +63,9 @@ pub struct FastBert {
 }
 
 impl Norm {
-    /// `x += residual` where there is one, then each row layer-normalised: compiled for
-    /// AVX-512 where the CPU has it, as the activations are.
+    /// `x += residual` where there is one, then each row layer-normalised.
     fn apply(&self, x: &mut [f32], residual: Option<&[f32]>, eps: f32) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F, checked just above.
-            return unsafe { self.apply_avx512(x, residual, eps) };
-        }
-        self.apply_portable(x, residual, eps)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn apply_avx512(&self, x: &mut [f32], residual: Option<&[f32]>, eps: f32) {
-        self.apply_portable(x, residual, eps)
-    }
-
-    #[inline(always)]
-    fn apply_portable(&self, x: &mut [f32], residual: Option<&[f32]>, eps: f32) {
-        if let Some(residual) = residual {
-            x.iter_mut().zip(residual).for_each(|(v, r)| *v += r);
-        }
-        let n = self.gamma.len();
-        for row in x.chunks_exact_mut(n) {
-            let mean = lane_sum(n, |i| row[i]) / n as f32;
-            let var = lane_sum(n, |i| (row[i] - mean) * (row[i] - mean)) / n as f32;
-            let inv = 1.0 / (var + eps).sqrt();
-            for ((v, g), b) in row.iter_mut().zip(&self.gamma).zip(&self.beta) {
-                *v = (*v - mean) * inv * g + b;
-            }
-        }
+        layer_norm(x, residual, &self.gamma, &self.beta, eps)
     }
 }
 
