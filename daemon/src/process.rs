@@ -32,6 +32,8 @@ fn parse_proc_status(status: &str) -> Option<ProcessMemory> {
         rss_bytes: kib("VmRSS:")?,
         anon_bytes: kib("RssAnon:")?,
         file_bytes: kib("RssFile:")?,
+        held_bytes: None,
+        lance_cache_bytes: None,
     })
 }
 

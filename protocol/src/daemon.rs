@@ -76,6 +76,14 @@ pub struct ProcessMemory {
     pub anon_bytes: u64,
     /// Mapped file pages (mostly mnemod's own code).
     pub file_bytes: u64,
+    /// Of the allocated, what mnemod holds for searches: the current memories' codes and
+    /// ranking values (absent when none are held, and from a process that does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_bytes: Option<u64>,
+    /// Of the allocated, LanceDB's index and metadata caches (bounded by
+    /// `store.index_cache_mb` and `store.metadata_cache_mb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lance_cache_bytes: Option<u64>,
 }
 
 /// How searches find the memories: the vector leg through the ANN index or by comparing

@@ -49,7 +49,8 @@ async fn hello_and_status_describe_the_daemon() {
         "{embedder:?}"
     );
     assert!(status.queues.connections >= 1);
-    // The build it runs and, on Linux, its memory split into allocated and mapped code.
+    // The build it runs and, on Linux, its memory split into allocated and mapped code, and
+    // of the allocated the parts mnemod can name.
     assert!(
         ["debug", "release"].contains(&status.build.as_str()),
         "{}",
@@ -62,6 +63,11 @@ async fn hello_and_status_describe_the_daemon() {
             m.anon_bytes + m.file_bytes <= m.rss_bytes + (1 << 20),
             "{m:?}"
         );
+        // Of the allocated, what it holds for searches and in LanceDB's caches.
+        let caches = m
+            .lance_cache_bytes
+            .expect("mnemod reports LanceDB's caches");
+        assert!(m.held_bytes.unwrap_or(0) + caches < m.anon_bytes, "{m:?}");
     }
 }
 

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use mnemo_protocol::daemon::{
-    Encrypt, EncryptResult, Hello, HelloParams, HelloResult, Shutdown, ShutdownResult, Status,
-    StatusResult,
+    Encrypt, EncryptResult, Hello, HelloParams, HelloResult, ProcessMemory, Shutdown,
+    ShutdownResult, Status, StatusResult,
 };
 use mnemo_protocol::graph::EdgeType;
 use mnemo_protocol::memory::{
@@ -96,6 +96,12 @@ fn hello(p: HelloParams, methods: &[String]) -> Result<HelloResult, RpcError> {
 }
 
 async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcError> {
+    let (held_bytes, lance_cache_bytes) = engine.store.memory_parts().await;
+    let memory = crate::process::own_memory().map(|m| ProcessMemory {
+        held_bytes,
+        lance_cache_bytes: Some(lance_cache_bytes),
+        ..m
+    });
     Ok(StatusResult {
         pid: std::process::id(),
         uptime_secs: engine.health.started.elapsed().as_secs_f64(),
@@ -119,7 +125,7 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
             "release"
         }
         .into(),
-        memory: crate::process::own_memory(),
+        memory,
     })
 }
 

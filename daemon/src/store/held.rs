@@ -382,7 +382,7 @@ impl Held {
         }
     }
 
-    /// Bytes held, for the log.
+    /// Bytes allocated (by capacity), for the log and status.
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;
         let lineages: usize = self
@@ -391,10 +391,10 @@ impl Held {
             .filter_map(|f| f.lineage.as_ref().map(|l| l.len()))
             .sum();
         let names: usize = self.names.iter().map(|n| 2 * (n.len() + 24)).sum();
-        self.rows.len() * size_of::<Fields>()
-            + self.with_vectors.len() * size_of::<WithVectors>()
+        self.rows.capacity() * size_of::<Fields>()
+            + self.with_vectors.capacity() * size_of::<WithVectors>()
             + lineages
-            + self.entity_of.len() * 4
+            + self.entity_of.capacity() * 4
             + names
     }
 }

@@ -114,6 +114,8 @@ const META: &str = "meta";
 
 pub struct Store {
     db: Connection,
+    /// LanceDB's caches, shared by every table (their size is reported in status).
+    session: Arc<lancedb::Session>,
     memories: Table,
     meta: Table,
     system: system::SystemTables,
@@ -172,13 +174,13 @@ impl Store {
             .map_err(|e| StoreError::Lance(format!("cannot create {}: {e}", db_dir.display())))?;
         let uri = db_dir.to_string_lossy().to_string();
         const MB: usize = 1024 * 1024;
-        let session = lancedb::Session::new(
+        let session = Arc::new(lancedb::Session::new(
             config.index_cache_mb * MB,
             config.metadata_cache_mb * MB,
             Default::default(),
-        );
+        ));
         let db = lancedb::connect(&uri)
-            .session(Arc::new(session))
+            .session(session.clone())
             .execute()
             .await?;
         let names = db.table_names().execute().await?;
@@ -267,6 +269,7 @@ impl Store {
         );
         let store = Arc::new(Store {
             db,
+            session,
             memories,
             meta,
             system,
@@ -333,6 +336,17 @@ impl Store {
     /// Current memories by kind, kept by the writer (no scan).
     pub fn memory_counts(&self) -> MemoryCounts {
         self.counts.get()
+    }
+
+    /// Of mnemod's allocated memory, the bytes the store holds for searches (None while it
+    /// holds no codes) and those LanceDB's caches hold.
+    pub async fn memory_parts(&self) -> (Option<u64>, u64) {
+        let index = self.session.index_cache_stats().await.size_bytes;
+        let metadata = self.session.metadata_cache_stats().await.size_bytes;
+        (
+            self.nearest.bytes().map(|b| b as u64),
+            (index + metadata) as u64,
+        )
     }
 
     /// True once the full-text index exists (the writer builds it with the first rows).

@@ -9,9 +9,12 @@ use super::super::held::{Filled, Held};
 use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
 
+mod lookup;
 mod planes;
 mod scan;
 mod tail;
+
+use lookup::{key_hash, RowLookup};
 
 use planes::{plane_bytes, quantize, Planes};
 use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT};
@@ -39,34 +42,35 @@ pub(super) struct Codes {
     /// the read that fills the codes, they kept pages of freed heap from going back.
     id_text: String,
     id_ends: Vec<usize>,
-    /// None for a row written after the codes were read (it is read by id).
-    row_ids: Vec<Option<u64>>,
+    /// Each row's row id; [`NO_ROW_ID`] for a row written after the codes were read (it is
+    /// read by id).
+    row_ids: Vec<u64>,
     /// Index into `spaces` of each row's namespace; [`RETIRED`] for a row no longer held.
     space_of: Vec<u32>,
     spaces: Vec<String>,
     /// Rows held of each of `spaces` (a search asks for its namespace's share).
     space_rows: Vec<usize>,
-    /// Each row's index by a hash of its id. A row whose id hashes like a held one's is not
-    /// held (the odds are ~1e-9 at 250k rows), so a lookup by id never finds the wrong row.
-    by_id: std::collections::HashMap<u64, u32>,
-    /// Each later version's index by a hash of its lineage (a first version's lineage is its
-    /// id). Where two lineages hash alike one is not found, and is read from Lance.
-    by_lineage: std::collections::HashMap<u64, u32>,
-    /// Each row's index by its row id, for rows read with one. A row id is its fragment and
+    /// Each held row by its id.
+    by_id: RowLookup,
+    /// Each later version held by its lineage (a first version's lineage is its id).
+    by_lineage: RowLookup,
+    /// Each held row by its row id, for rows read with one. A row id is its fragment and
     /// offset; fragments never change and their ids are never reused, so a row id found here
     /// names the row held (a row moved since has a new row id, found nowhere here).
-    by_row: std::collections::HashMap<u64, u32>,
+    by_row: RowLookup,
     retired: usize,
     held: Held,
     /// Whether `held` is exact: no write changed a held column since (other than by rows).
     pub(super) fresh: bool,
 }
 
-fn id_hash(id: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::hash::DefaultHasher::new();
-    id.hash(&mut h);
-    h.finish()
+/// Row ids are Lance's fragment and offset: no row has this one.
+const NO_ROW_ID: u64 = u64::MAX;
+
+/// Row `i`'s id in the ids laid one after another (see [`Codes::id_text`]).
+fn id_in<'a>(text: &'a str, ends: &[usize], i: usize) -> &'a str {
+    let start = i.checked_sub(1).map_or(0, |p| ends[p]);
+    &text[start..ends[i]]
 }
 
 impl Codes {
@@ -125,8 +129,12 @@ impl Codes {
         self.id_ends.reserve_exact(rows);
         self.row_ids.reserve_exact(rows);
         self.space_of.reserve_exact(rows);
-        self.by_id.reserve(rows);
-        self.by_row.reserve(rows);
+        let (text, ends) = (&self.id_text, &self.id_ends);
+        self.by_id
+            .reserve(rows, |r| key_hash(id_in(text, ends, r as usize)));
+        let row_ids = &self.row_ids;
+        self.by_row
+            .reserve(rows, |r| key_hash(&row_ids[r as usize]));
         self.held.reserve(rows);
     }
 
@@ -138,25 +146,37 @@ impl Codes {
         self.row_ids.shrink_to_fit();
         self.space_of.shrink_to_fit();
         self.held.shrink_to_fit();
+        let (text, ends) = (&self.id_text, &self.id_ends);
+        self.by_id
+            .shrink_to_fit(|r| key_hash(id_in(text, ends, r as usize)));
+        let row_ids = &self.row_ids;
+        self.by_row
+            .shrink_to_fit(|r| key_hash(&row_ids[r as usize]));
+        let held = &self.held;
+        self.by_lineage
+            .shrink_to_fit(|r| key_hash(held.lineage(r as usize).unwrap_or_default()));
     }
 
     /// Row `i`'s id.
     fn id(&self, i: usize) -> &str {
-        let start = i.checked_sub(1).map_or(0, |p| self.id_ends[p]);
-        &self.id_text[start..self.id_ends[i]]
+        id_in(&self.id_text, &self.id_ends, i)
     }
 
     /// The index of the row held for `id`.
     pub(super) fn index_of(&self, id: &str) -> Option<usize> {
-        let i = *self.by_id.get(&id_hash(id))? as usize;
-        (self.id(i) == id && self.space_of[i] != RETIRED).then_some(i)
+        let i = self
+            .by_id
+            .find(key_hash(id), |r| self.id(r as usize) == id)? as usize;
+        (self.space_of[i] != RETIRED).then_some(i)
     }
 
     /// The index of the row held for the current version of `lineage`.
     pub(super) fn index_of_lineage(&self, lineage: &str) -> Option<usize> {
-        if let Some(&i) = self.by_lineage.get(&id_hash(lineage)) {
-            let i = i as usize;
-            if self.space_of[i] != RETIRED && self.held.lineage(i) == Some(lineage) {
+        let later = self.by_lineage.find(key_hash(lineage), |r| {
+            self.held.lineage(r as usize) == Some(lineage)
+        });
+        if let Some(i) = later.map(|i| i as usize) {
+            if self.space_of[i] != RETIRED {
                 return Some(i);
             }
         }
@@ -166,8 +186,30 @@ impl Codes {
 
     /// The index of the row held at `row_id`.
     pub(super) fn index_at(&self, row_id: u64) -> Option<usize> {
-        let i = *self.by_row.get(&row_id)? as usize;
+        let i = self
+            .by_row
+            .find(key_hash(&row_id), |r| self.row_ids[r as usize] == row_id)?
+            as usize;
         (self.space_of[i] != RETIRED).then_some(i)
+    }
+
+    /// Holds row `i` under its row id `row_id` in place of any it had.
+    fn place(&mut self, i: usize, row_id: Option<u64>) {
+        let old = self.row_ids[i];
+        if old != NO_ROW_ID {
+            self.by_row.remove(key_hash(&old), i as u32);
+        }
+        let row_id = row_id.unwrap_or(NO_ROW_ID);
+        self.row_ids[i] = row_id;
+        if row_id != NO_ROW_ID {
+            let row_ids = &self.row_ids;
+            self.by_row.insert(
+                key_hash(&row_id),
+                i as u32,
+                |r| r as usize != i && row_ids[r as usize] == row_id,
+                |r| key_hash(&row_ids[r as usize]),
+            );
+        }
     }
 
     /// Holds `record` (current, of the configured model) at `row_id`; `entities` are its
@@ -181,13 +223,7 @@ impl Codes {
             if self.vectors {
                 self.scales[i] = self.planes.set(i, &record.vector);
             }
-            if let Some(old) = self.row_ids[i] {
-                self.by_row.remove(&old);
-            }
-            if let Some(row_id) = row_id {
-                self.by_row.insert(row_id, i as u32);
-            }
-            self.row_ids[i] = row_id;
+            self.place(i, row_id);
             let space = self.space(&record.namespace);
             self.space_rows[self.space_of[i] as usize] -= 1;
             self.space_rows[space as usize] += 1;
@@ -195,24 +231,30 @@ impl Codes {
             self.held.set(i, record, entities);
             return;
         }
-        let hash = id_hash(&record.id);
-        if self.by_id.contains_key(&hash) {
-            return;
-        }
+        let index = self.id_ends.len() as u32;
+        let (text, ends) = (&self.id_text, &self.id_ends);
+        self.by_id.insert(
+            key_hash(&record.id),
+            index,
+            |r| id_in(text, ends, r as usize) == record.id,
+            |r| key_hash(id_in(text, ends, r as usize)),
+        );
         if record.lineage != record.id {
-            let index = self.id_ends.len() as u32;
-            self.by_lineage.insert(id_hash(&record.lineage), index);
-        }
-        self.by_id.insert(hash, self.id_ends.len() as u32);
-        if let Some(row_id) = row_id {
-            self.by_row.insert(row_id, self.id_ends.len() as u32);
+            let held = &self.held;
+            self.by_lineage.insert(
+                key_hash(&record.lineage),
+                index,
+                |r| held.lineage(r as usize) == Some(record.lineage.as_str()),
+                |r| key_hash(held.lineage(r as usize).unwrap_or_default()),
+            );
         }
         if self.vectors {
             self.scales.push(self.planes.push(&record.vector));
         }
         self.id_text.push_str(&record.id);
         self.id_ends.push(self.id_text.len());
-        self.row_ids.push(row_id);
+        self.row_ids.push(NO_ROW_ID);
+        self.place(index as usize, row_id);
         let space = self.space(&record.namespace);
         self.space_of.push(space);
         self.space_rows[space as usize] += 1;
@@ -249,15 +291,10 @@ impl Codes {
         if let Some(i) = self.index_of(id) {
             self.space_rows[self.space_of[i] as usize] -= 1;
             self.space_of[i] = RETIRED;
-            self.by_id.remove(&id_hash(id));
-            if let Some(row_id) = self.row_ids[i] {
-                self.by_row.remove(&row_id);
-            }
+            self.by_id.remove(key_hash(id), i as u32);
+            self.place(i, None);
             if let Some(lineage) = self.held.lineage(i) {
-                let hash = id_hash(lineage);
-                if self.by_lineage.get(&hash) == Some(&(i as u32)) {
-                    self.by_lineage.remove(&hash);
-                }
+                self.by_lineage.remove(key_hash(lineage), i as u32);
             }
             self.retired += 1;
         }
@@ -324,10 +361,15 @@ impl Codes {
         self.planes.product(i, query) * self.scales[i] / length
     }
 
+    /// Row `i`'s row id, if it was read with one.
+    fn row_id(&self, i: usize) -> Option<u64> {
+        Some(self.row_ids[i]).filter(|&r| r != NO_ROW_ID)
+    }
+
     pub(super) fn near(&self, i: u32) -> Near {
         Near {
             id: self.id(i as usize).to_string(),
-            row_id: self.row_ids[i as usize],
+            row_id: self.row_id(i as usize),
         }
     }
 
@@ -338,7 +380,7 @@ impl Codes {
         Scored {
             record: self.held.record(i, self.id(i), namespace),
             raw: 1.0 - cosine,
-            row_id: self.row_ids[i],
+            row_id: self.row_id(i),
         }
     }
 
@@ -348,28 +390,22 @@ impl Codes {
         self.held.answered(i, self.id(i), namespace)
     }
 
-    /// Bytes held, for the log.
+    /// Bytes allocated (what the vectors' capacities hold, grown or not), for the log and
+    /// status.
     pub(super) fn bytes(&self) -> usize {
         use std::mem::size_of;
-        let per_row = size_of::<Option<u64>>() + size_of::<u32>();
-        let ids = self.id_text.len() + self.id_ends.len() * size_of::<usize>();
-        let lookups =
-            map_bytes(&self.by_id) + map_bytes(&self.by_lineage) + map_bytes(&self.by_row);
+        let ids = self.id_text.capacity() + self.id_ends.capacity() * size_of::<usize>();
+        let lookups = self.by_id.bytes() + self.by_lineage.bytes() + self.by_row.bytes();
+        let spaces: usize = self.spaces.iter().map(|s| s.capacity()).sum();
         self.planes.bytes()
-            + self.scales.len() * size_of::<f32>()
-            + self.id_ends.len() * per_row
+            + self.scales.capacity() * size_of::<f32>()
+            + self.row_ids.capacity() * size_of::<u64>()
+            + self.space_of.capacity() * size_of::<u32>()
+            + spaces
             + ids
             + lookups
             + self.held.bytes()
     }
-}
-
-/// The bytes a hash map's table takes: its buckets (a quarter to a half of them empty,
-/// as it grows by doubling) with a control byte each. At 1M rows each lookup by id or row id
-/// takes 36 MB.
-fn map_bytes<K, V>(map: &std::collections::HashMap<K, V>) -> usize {
-    let buckets = (map.capacity() * 8 / 7).next_power_of_two();
-    buckets * (std::mem::size_of::<(K, V)>() + 1)
 }
 
 #[cfg(test)]

@@ -321,6 +321,12 @@ impl Nearest {
         self.rows().is_none() || self.unplaced.load(Ordering::Relaxed) == 0
     }
 
+    /// Bytes the codes take in memory, if any are held.
+    pub fn bytes(&self) -> Option<usize> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        codes.as_ref().map(Codes::bytes)
+    }
+
     /// Current memories held, if any codes are.
     pub fn rows(&self) -> Option<usize> {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());

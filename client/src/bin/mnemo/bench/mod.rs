@@ -577,14 +577,8 @@ fn describe_machine(p: &SystemProfile) -> String {
 /// mnemod's resident memory now: in all, and what it allocated apart from its mapped code.
 pub(crate) async fn resident(client: &mut Client) -> anyhow::Result<String> {
     let status = client.call::<Status>(&NoParams {}).await?;
-    let mb = |b: u64| b as f64 / 1e6;
     Ok(match status.memory {
-        Some(m) => format!(
-            "RSS {:.0} MB ({:.0} MB allocated, {:.0} MB mapped files: its own code)",
-            mb(m.rss_bytes),
-            mb(m.anon_bytes),
-            mb(m.file_bytes)
-        ),
+        Some(m) => crate::output::process_memory_text(&m),
         None => "RSS not reported on this system".into(),
     })
 }

@@ -49,9 +49,9 @@ impl Tail {
         self
     }
 
-    /// Bytes held in memory (the rows not yet written).
+    /// Bytes allocated in memory (for the rows not yet written).
     pub(super) fn bytes(&self) -> usize {
-        self.pending.len()
+        self.pending.capacity()
     }
 
     pub(super) fn reserve(&mut self, rows: usize) {
