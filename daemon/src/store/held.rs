@@ -209,6 +209,13 @@ pub(super) struct Held {
     /// Each entity name (as stored: keyed in an encrypted store) once.
     names: Vec<Box<str>>,
     name_index: std::collections::HashMap<Box<str>, u32>,
+    /// Bytes of the rows' lineages, kept as rows come and go so that counting the bytes
+    /// held (status asks each time it is polled) does not walk every row.
+    lineage_bytes: usize,
+}
+
+fn lineage_len(f: &Fields) -> usize {
+    f.lineage.as_ref().map_or(0, |l| l.len())
 }
 
 fn time(t: Option<i64>) -> i64 {
@@ -304,6 +311,7 @@ impl Held {
     /// Holds the values of a new row (the next index).
     pub fn push(&mut self, record: &MemoryRecord, entities: &[String]) {
         let fields = self.fields(record, entities);
+        self.lineage_bytes += lineage_len(&fields);
         self.rows.push(fields);
         if self.holds_with_vectors {
             let values = self.with_vectors_of(record);
@@ -315,6 +323,7 @@ impl Held {
     /// codes are read again).
     pub fn set(&mut self, i: usize, record: &MemoryRecord, entities: &[String]) {
         let fields = self.fields(record, entities);
+        self.lineage_bytes = self.lineage_bytes - lineage_len(&self.rows[i]) + lineage_len(&fields);
         self.rows[i] = fields;
         if i < self.with_vectors.len() {
             self.with_vectors[i] = self.with_vectors_of(record);
@@ -385,15 +394,10 @@ impl Held {
     /// Bytes allocated (by capacity), for the log and status.
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;
-        let lineages: usize = self
-            .rows
-            .iter()
-            .filter_map(|f| f.lineage.as_ref().map(|l| l.len()))
-            .sum();
         let names: usize = self.names.iter().map(|n| 2 * (n.len() + 24)).sum();
         self.rows.capacity() * size_of::<Fields>()
             + self.with_vectors.capacity() * size_of::<WithVectors>()
-            + lineages
+            + self.lineage_bytes
             + self.entity_of.capacity() * 4
             + names
     }
@@ -494,6 +498,10 @@ mod tests {
         );
         assert_eq!(back.entities, ["maria", "porto"]);
         assert_eq!(held.names.len(), 2, "a name is held once");
+        // The lineages' bytes follow the rows: "v1" of the second, none of a first version.
+        assert_eq!(held.lineage_bytes, 2);
+        held.set(1, &first, &first.entities);
+        assert_eq!(held.lineage_bytes, 0);
         let a = held.record(0, "a", "default");
         assert_eq!((a.lineage.as_str(), a.occurred_at), ("a", None));
         assert_eq!(a.entities, ["porto"]);
