@@ -73,6 +73,21 @@ fn id_in<'a>(text: &'a str, ends: &[usize], i: usize) -> &'a str {
     &text[start..ends[i]]
 }
 
+/// The hash of each row's id, from the rows (for a lookup that grows).
+fn hash_of_id<'a>(text: &'a str, ends: &'a [usize]) -> impl Fn(u32) -> u64 + 'a {
+    move |r| key_hash(id_in(text, ends, r as usize))
+}
+
+/// The hash of each row's row id, from the rows.
+fn hash_of_row_id(row_ids: &[u64]) -> impl Fn(u32) -> u64 + '_ {
+    move |r| key_hash(&row_ids[r as usize])
+}
+
+/// The hash of each later version's lineage, from the rows.
+fn hash_of_lineage(held: &Held) -> impl Fn(u32) -> u64 + '_ {
+    move |r| key_hash(held.lineage(r as usize).unwrap_or_default())
+}
+
 impl Codes {
     pub(super) fn new(dim: usize) -> Self {
         Self {
@@ -129,12 +144,9 @@ impl Codes {
         self.id_ends.reserve_exact(rows);
         self.row_ids.reserve_exact(rows);
         self.space_of.reserve_exact(rows);
-        let (text, ends) = (&self.id_text, &self.id_ends);
         self.by_id
-            .reserve(rows, |r| key_hash(id_in(text, ends, r as usize)));
-        let row_ids = &self.row_ids;
-        self.by_row
-            .reserve(rows, |r| key_hash(&row_ids[r as usize]));
+            .reserve(rows, hash_of_id(&self.id_text, &self.id_ends));
+        self.by_row.reserve(rows, hash_of_row_id(&self.row_ids));
         self.held.reserve(rows);
     }
 
@@ -146,15 +158,10 @@ impl Codes {
         self.row_ids.shrink_to_fit();
         self.space_of.shrink_to_fit();
         self.held.shrink_to_fit();
-        let (text, ends) = (&self.id_text, &self.id_ends);
         self.by_id
-            .shrink_to_fit(|r| key_hash(id_in(text, ends, r as usize)));
-        let row_ids = &self.row_ids;
-        self.by_row
-            .shrink_to_fit(|r| key_hash(&row_ids[r as usize]));
-        let held = &self.held;
-        self.by_lineage
-            .shrink_to_fit(|r| key_hash(held.lineage(r as usize).unwrap_or_default()));
+            .shrink_to_fit(hash_of_id(&self.id_text, &self.id_ends));
+        self.by_row.shrink_to_fit(hash_of_row_id(&self.row_ids));
+        self.by_lineage.shrink_to_fit(hash_of_lineage(&self.held));
     }
 
     /// Row `i`'s id.
@@ -207,7 +214,7 @@ impl Codes {
                 key_hash(&row_id),
                 i as u32,
                 |r| r as usize != i && row_ids[r as usize] == row_id,
-                |r| key_hash(&row_ids[r as usize]),
+                hash_of_row_id(row_ids),
             );
         }
     }
@@ -237,7 +244,7 @@ impl Codes {
             key_hash(&record.id),
             index,
             |r| id_in(text, ends, r as usize) == record.id,
-            |r| key_hash(id_in(text, ends, r as usize)),
+            hash_of_id(text, ends),
         );
         if record.lineage != record.id {
             let held = &self.held;
@@ -245,7 +252,7 @@ impl Codes {
                 key_hash(&record.lineage),
                 index,
                 |r| held.lineage(r as usize) == Some(record.lineage.as_str()),
-                |r| key_hash(held.lineage(r as usize).unwrap_or_default()),
+                hash_of_lineage(held),
             );
         }
         if self.vectors {
