@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use lance::cache::{CacheBackend, QuickCacheBackend, QuickCacheShardPolicy};
 use lancedb::arrow::arrow_array::{Array, RecordBatch, RecordBatchIterator, StringArray};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::{Connection, Table};
@@ -116,6 +117,8 @@ pub struct Store {
     db: Connection,
     /// LanceDB's caches, shared by every table (their size is reported in status).
     session: Arc<lancedb::Session>,
+    /// The session's index cache, emptied when index files are replaced.
+    index_cache: Arc<dyn CacheBackend>,
     memories: Table,
     meta: Table,
     system: system::SystemTables,
@@ -174,8 +177,13 @@ impl Store {
             .map_err(|e| StoreError::Lance(format!("cannot create {}: {e}", db_dir.display())))?;
         let uri = db_dir.to_string_lossy().to_string();
         const MB: usize = 1024 * 1024;
-        let session = Arc::new(lancedb::Session::new(
+        // As `Session::new` builds it, but kept here to be emptied.
+        let index_cache: Arc<dyn CacheBackend> = Arc::new(QuickCacheBackend::with_shard_policy(
             config.index_cache_mb * MB,
+            QuickCacheShardPolicy::Single,
+        ));
+        let session = Arc::new(lancedb::Session::with_index_cache_backend(
+            index_cache.clone(),
             config.metadata_cache_mb * MB,
             Default::default(),
         ));
@@ -270,6 +278,7 @@ impl Store {
         let store = Arc::new(Store {
             db,
             session,
+            index_cache,
             memories,
             meta,
             system,

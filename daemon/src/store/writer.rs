@@ -551,8 +551,9 @@ pub enum Fold {
     Whole,
 }
 
-/// Folds new rows into every index of `table` as `how` says.
-pub(super) async fn fold_indexes(table: &Table, how: Fold) -> Result<(), StoreError> {
+/// Folds new rows into every index of `table` as `how` says; false when there was nothing
+/// to fold.
+pub(super) async fn fold_indexes(table: &Table, how: Fold) -> Result<bool, StoreError> {
     let (mut segments, mut unindexed) = (0, 0);
     for index in table.list_indices().await? {
         let vector = index.columns.iter().any(|c| c == "vector");
@@ -570,23 +571,24 @@ pub(super) async fn fold_indexes(table: &Table, how: Fold) -> Result<(), StoreEr
         }
     }
     let options = match how {
-        Fold::Whole if segments <= 1 && unindexed == 0 => return Ok(()),
+        Fold::Whole if segments <= 1 && unindexed == 0 => return Ok(false),
         Fold::Whole => OptimizeOptions::merge(segments.max(1)),
         Fold::Segment if segments >= MAX_INDEX_SEGMENTS => OptimizeOptions::merge(segments),
         Fold::Segment => OptimizeOptions::default(),
     };
     table.optimize(OptimizeAction::Index(options)).await?;
-    Ok(())
+    Ok(true)
 }
 
 /// Takes the appended rows into the indexes, unless an ANN index is training (see
-/// [`Memories::ann_training`]).
-async fn fold(memories: &Memories) -> Result<(), StoreError> {
-    if !memories.ann_training.load(Ordering::Acquire) {
-        fold_indexes(&memories.table, Fold::Segment).await?;
-        memories.unfolded.store(0, Ordering::Relaxed);
+/// [`Memories::ann_training`]); false when it did not.
+async fn fold(memories: &Memories) -> Result<bool, StoreError> {
+    if memories.ann_training.load(Ordering::Acquire) {
+        return Ok(false);
     }
-    Ok(())
+    let folded = fold_indexes(&memories.table, Fold::Segment).await?;
+    memories.unfolded.store(0, Ordering::Relaxed);
+    Ok(folded)
 }
 
 async fn build_text_index(memories: &Memories) -> Result<(), StoreError> {
@@ -626,10 +628,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
     match op {
         WriteOp::Delete(predicate) => Ok(table.delete(&predicate.sql()).await?.num_deleted_rows),
         WriteOp::Supersede { old, new } => supersede(memories, *old, *new).await,
-        WriteOp::FoldIndexes => {
-            fold(memories).await?;
-            Ok(0)
-        }
+        WriteOp::FoldIndexes => Ok(fold(memories).await? as u64),
         WriteOp::BuildTextIndex => {
             build_text_index(memories).await?;
             memories.fts_ready.store(true, Ordering::Release);
