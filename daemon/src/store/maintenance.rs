@@ -233,7 +233,7 @@ impl Store {
             state.rows,
             started.elapsed().as_secs_f64()
         );
-        self.drop_replaced_index_pages().await;
+        self.drop_replaced_file_pages().await;
         Ok(Some(what))
     }
 
@@ -251,19 +251,21 @@ impl Store {
             .await?
             > 0
         {
-            self.drop_replaced_index_pages().await;
+            self.drop_replaced_file_pages().await;
         }
         Ok(())
     }
 
-    /// Empties LanceDB's index cache once a fold, compaction, ANN build or purge has
-    /// replaced index files. The pages of the replaced versions are never read again, but
-    /// the cache (keyed by hashes, so it cannot tell them from current ones) would keep them
-    /// until full: after loading 100k memories they were 116 MB of its 128, where a restarted
-    /// mnemod's searches need 12. The current pages are read again on the next searches; the
-    /// memory freed goes back to the system at the end of the maintenance pass.
-    pub(super) async fn drop_replaced_index_pages(&self) {
+    /// Empties LanceDB's caches once a fold, compaction, ANN build or purge has replaced
+    /// files. What they held of the replaced files (index pages, data files' footers) is
+    /// never read again, but the caches (keyed by hashes, so they cannot tell it from what
+    /// is current) would keep it until full: after loading 100k memories the index cache
+    /// held 116 MB of its 128, where a restarted mnemod's searches need 12. What is current
+    /// is read again by the next searches; the memory freed goes back to the system at the
+    /// end of the maintenance pass.
+    pub(super) async fn drop_replaced_file_pages(&self) {
         self.index_cache.clear().await;
+        self.session.file_metadata_cache().clear().await;
     }
 
     /// Runs `attempt` beside the writer, holding the rewrite lock (a fold, a compaction and
@@ -314,7 +316,7 @@ impl Store {
             .beside_the_writer("compaction", compact, through_the_writer)
             .await?;
         if merged > 0 {
-            self.drop_replaced_index_pages().await;
+            self.drop_replaced_file_pages().await;
         }
         Ok(merged)
     }
@@ -392,7 +394,7 @@ impl Store {
                 .await?;
             versions += pruned.prune.map(|p| p.old_versions).unwrap_or(0);
         }
-        self.drop_replaced_index_pages().await;
+        self.drop_replaced_file_pages().await;
         Ok(versions)
     }
 }
@@ -496,6 +498,12 @@ pub async fn run(
                 }
                 // What a pass, a fold or a large read freed goes back to the system.
                 crate::process::release_freed_memory();
+                if last_prune.is_none() {
+                    // Start-up ends with this first pass (it read the values held for
+                    // searches); the code it ran is not run again.
+                    let bytes = crate::process::drop_code_pages();
+                    tracing::debug!("paged out mnemod's own code ({} MB mapped)", bytes >> 20);
+                }
                 if prune {
                     last_prune = Some(tokio::time::Instant::now());
                     match store.prune_memory_versions(memory_versions_kept).await {
@@ -747,25 +755,32 @@ pub(super) mod tests {
         assert_all_found(&store, &all, "after folds beside the writer").await;
     }
 
-    /// Searches fill LanceDB's index cache; a fold that replaced index files empties it (the
-    /// replaced pages are never read again), one with nothing to fold keeps it, and searches
-    /// after the fold find every memory through the new files.
+    /// Searches fill LanceDB's caches; a fold that replaced index files empties them (what
+    /// they held of replaced files is never read again), one with nothing to fold keeps
+    /// them, and searches after the fold find every memory through the new files.
     #[tokio::test]
-    async fn a_fold_empties_the_index_cache_of_the_pages_it_replaced() {
+    async fn a_fold_empties_the_caches_of_what_it_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let (store, mut all) = indexed_store(dir.path(), 100).await;
-        let cached = || async { store.session.index_cache_stats().await.size_bytes };
+        let cached = || async {
+            let session = &store.session;
+            let index = session.index_cache_stats().await.size_bytes;
+            (index, session.metadata_cache_stats().await.size_bytes)
+        };
         assert_all_found(&store, &all, "before the fold").await;
         let warm = cached().await;
-        assert!(warm > 0, "searches cached nothing");
+        assert!(
+            warm.0 > 0 && warm.1 > 0,
+            "searches cached nothing: {warm:?}"
+        );
         let more: Vec<MemoryRecord> = (100..110).map(memory).collect();
         insert_each(&store, &more).await;
         all.extend(more);
         store.fold_beside(Fold::Whole).await.unwrap();
-        assert_eq!(cached().await, 0);
+        assert_eq!(cached().await, (0, 0));
         assert_all_found(&store, &all, "after the fold").await;
         let warm = cached().await;
-        assert!(warm > 0, "searches after the fold cached nothing");
+        assert!(warm.0 > 0, "searches after the fold cached nothing");
         store.fold_beside(Fold::Whole).await.unwrap();
         assert_eq!(
             cached().await,
