@@ -117,7 +117,8 @@ pub struct Store {
     db: Connection,
     /// LanceDB's caches, shared by every table (their size is reported in status).
     session: Arc<lancedb::Session>,
-    /// The session's index cache, emptied when index files are replaced.
+    /// The session's index cache, emptied (with its metadata cache) when a fold, compaction,
+    /// ANN build or purge replaces the memories' files.
     index_cache: Arc<dyn CacheBackend>,
     memories: Table,
     meta: Table,
