@@ -273,7 +273,6 @@ fn memory_text(m: &Memory) -> String {
     lines.join("\n")
 }
 
-/// The salience factors that are not 0, strongest first: "novelty 0.82, self_reference 1.00".
 /// A process's resident memory: in all, what it allocated (and of that what it says it
 /// holds for searches and in LanceDB's caches) and its mapped code.
 pub fn process_memory_text(m: &ProcessMemory) -> String {
@@ -300,6 +299,7 @@ pub fn process_memory_text(m: &ProcessMemory) -> String {
     )
 }
 
+/// The salience factors that are not 0, strongest first: "novelty 0.82, self_reference 1.00".
 pub fn factors_text(f: &SalienceFactors) -> String {
     let mut named: Vec<(&str, f32)> = f.named().into_iter().filter(|(_, v)| *v > 0.0).collect();
     named.sort_by(|a, b| b.1.total_cmp(&a.1));

@@ -202,13 +202,11 @@ impl Codes {
 
     /// Holds row `i` under its row id `row_id` in place of any it had.
     fn place(&mut self, i: usize, row_id: Option<u64>) {
-        let old = self.row_ids[i];
-        if old != NO_ROW_ID {
+        if let Some(old) = self.row_id(i) {
             self.by_row.remove(key_hash(&old), i as u32);
         }
-        let row_id = row_id.unwrap_or(NO_ROW_ID);
-        self.row_ids[i] = row_id;
-        if row_id != NO_ROW_ID {
+        self.row_ids[i] = row_id.unwrap_or(NO_ROW_ID);
+        if let Some(row_id) = row_id {
             let row_ids = &self.row_ids;
             self.by_row.insert(
                 key_hash(&row_id),
