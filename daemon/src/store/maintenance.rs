@@ -441,6 +441,7 @@ pub async fn run(
 ) {
     // The first pass prunes too: a daemon restarted daily would otherwise seldom reach it.
     let mut last_prune: Option<tokio::time::Instant> = None;
+    let mut passes = 0u32;
     let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let purge_delay = Duration::from_secs(store.config.purge_after_forget_secs);
@@ -501,9 +502,12 @@ pub async fn run(
                 }
                 // What a pass, a fold or a large read freed goes back to the system.
                 crate::process::release_freed_memory();
-                if last_prune.is_none() {
-                    // Start-up ends with this first pass (it read the values held for
-                    // searches); the code it ran is not run again.
+                passes += 1;
+                if passes == 2 {
+                    // Start-up ended with the first pass (it read the values held for
+                    // searches), and the code it ran is not run again. Not in that pass:
+                    // the requests that come as mnemod starts (a client that started it is
+                    // waiting) would read their code back from disk.
                     let bytes = crate::process::drop_code_pages();
                     tracing::debug!("paged out mnemod's own code ({} MB mapped)", bytes >> 20);
                 }
