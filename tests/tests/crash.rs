@@ -2,6 +2,8 @@
 //! the daemon is killed mid-stream, and after a restart every one of them is there, intact.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mnemo_client::Client;
@@ -29,15 +31,20 @@ async fn all_memories(c: &mut Client) -> HashMap<String, String> {
     }
 }
 
+/// Acknowledged writes each cycle waits for before the kill (four cycles: over 100 in all).
+const WRITES_BEFORE_THE_KILL: usize = 30;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn acknowledged_writes_survive_sigkill() {
     let mut daemon = Daemon::start();
     let mut acknowledged: Vec<(String, String)> = Vec::new();
     for cycle in 0..4 {
         // Four writers add as fast as they can; the daemon is killed under them.
+        let acked_this_cycle = Arc::new(AtomicUsize::new(0));
         let writers: Vec<_> = (0..4)
             .map(|w| {
                 let socket = daemon.socket.clone();
+                let acked_this_cycle = acked_this_cycle.clone();
                 tokio::spawn(async move {
                     let mut acked = Vec::new();
                     let Ok(mut c) = Client::connect(&socket).await else {
@@ -55,7 +62,10 @@ async fn acknowledged_writes_survive_sigkill() {
                             })
                             .await
                         {
-                            Ok(m) => acked.push((m.id, content)),
+                            Ok(m) => {
+                                acked.push((m.id, content));
+                                acked_this_cycle.fetch_add(1, Ordering::Relaxed);
+                            }
                             Err(_) => break,
                         }
                     }
@@ -63,7 +73,15 @@ async fn acknowledged_writes_survive_sigkill() {
                 })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(300 + 150 * cycle)).await;
+        // Killed once enough writes are acknowledged to mean something, however fast this
+        // machine writes (a fixed wait saw 72 on a slow hour), a little later each cycle.
+        for _ in 0..6000 {
+            if acked_this_cycle.load(Ordering::Relaxed) >= WRITES_BEFORE_THE_KILL {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50 * cycle)).await;
         daemon.crash();
         for w in writers {
             acknowledged.extend(w.await.unwrap());
