@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use super::Known;
 use crate::store::col;
 use crate::store::filter::current;
+use crate::store::held_id::HeldId;
 use crate::store::{MemoryRecord, Store, StoreError};
 
 type Key = (String, String, Option<String>, Option<i64>);
@@ -38,51 +39,6 @@ fn key(r: &MemoryRecord) -> Key {
         r.session_id.clone(),
         r.occurred_at,
     )
-}
-
-/// A memory's id as kept for its key: a UUID written as the store writes ids (all it makes)
-/// in its 16 bytes, any other id (an import keeps its own) as text. 32 bytes an entry rather
-/// than 24 and the 48 the text took on the heap: 4 MB less at 100k memories, 40 at 1M.
-#[derive(Debug, PartialEq)]
-enum HeldId {
-    Uuid([u8; 16]),
-    Text(Box<str>),
-}
-
-impl HeldId {
-    fn new(id: &str) -> Self {
-        match uuid::Uuid::try_parse(id) {
-            Ok(u)
-                if *u
-                    .hyphenated()
-                    .encode_lower(&mut uuid::Uuid::encode_buffer())
-                    == *id =>
-            {
-                Self::Uuid(u.into_bytes())
-            }
-            _ => Self::Text(id.into()),
-        }
-    }
-
-    /// Whether this is `id`, as written.
-    fn is(&self, id: &str) -> bool {
-        match self {
-            Self::Uuid(bytes) => {
-                *uuid::Uuid::from_bytes(*bytes)
-                    .hyphenated()
-                    .encode_lower(&mut uuid::Uuid::encode_buffer())
-                    == *id
-            }
-            Self::Text(text) => **text == *id,
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Self::Uuid(bytes) => uuid::Uuid::from_bytes(*bytes).hyphenated().to_string(),
-            Self::Text(id) => id.to_string(),
-        }
-    }
 }
 
 /// Current memories by what they say, namespace, session and time.
@@ -253,20 +209,6 @@ mod tests {
         );
         known.remove(&b);
         assert!(known.lock().is_empty());
-    }
-
-    #[test]
-    fn ids_are_kept_as_written() {
-        let made = uuid::Uuid::now_v7().to_string();
-        assert!(matches!(HeldId::new(&made), HeldId::Uuid(_)));
-        // Forms a UUID parses from but the store does not write stay text, so the id
-        // looked up is the one stored.
-        for id in [made.to_uppercase(), made.replace('-', ""), "b".to_string()] {
-            assert_eq!(HeldId::new(&id), HeldId::Text(id.as_str().into()));
-        }
-        for id in [made.clone(), made.to_uppercase(), "b".to_string()] {
-            assert_eq!(HeldId::new(&id).text(), id);
-        }
     }
 
     #[tokio::test]

@@ -10,6 +10,7 @@ pub mod entities;
 pub mod filter;
 mod held;
 mod held_edges;
+pub mod held_id;
 pub use held_edges::Steps;
 pub mod keyed;
 pub mod keystore;

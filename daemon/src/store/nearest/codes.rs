@@ -6,6 +6,7 @@
 //! they are ranked from the values held here.
 
 use super::super::held::{Filled, Held};
+use super::super::held_id::HeldId;
 use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
 
@@ -37,11 +38,14 @@ pub(super) struct Codes {
     /// What turns a row's byte dot product back into a cosine: its largest component / 127
     /// over its length.
     scales: Vec<f32>,
-    /// Every row's id, one after another; row `i`'s ends at `id_ends[i]`. One allocation,
-    /// not a box a row: boxes took 64 B a row, and, made among the passing allocations of
-    /// the read that fills the codes, they kept pages of freed heap from going back.
-    id_text: String,
-    id_ends: Vec<usize>,
+    /// Each row's id, a UUID in its 16 bytes: 24 bytes a row, where the text laid end to end
+    /// took 44 (20 MB more at 1M rows). Not a box a row for the text either: boxes took 64 B a
+    /// row, and, made among the passing allocations of the read that fills the codes, they
+    /// kept pages of freed heap from going back.
+    ids: Vec<HeldId>,
+    /// Bytes of the ids held as text, counted as rows come so that counting the bytes held
+    /// (status asks each time it is polled) does not walk every row.
+    text_id_bytes: usize,
     /// Each row's row id; [`NO_ROW_ID`] for a row written after the codes were read (it is
     /// read by id).
     row_ids: Vec<u64>,
@@ -67,15 +71,9 @@ pub(super) struct Codes {
 /// Row ids are Lance's fragment and offset: no row has this one.
 const NO_ROW_ID: u64 = u64::MAX;
 
-/// Row `i`'s id in the ids laid one after another (see [`Codes::id_text`]).
-fn id_in<'a>(text: &'a str, ends: &[usize], i: usize) -> &'a str {
-    let start = i.checked_sub(1).map_or(0, |p| ends[p]);
-    &text[start..ends[i]]
-}
-
 /// The hash of each row's id, from the rows (for a lookup that grows).
-fn hash_of_id<'a>(text: &'a str, ends: &'a [usize]) -> impl Fn(u32) -> u64 + 'a {
-    move |r| key_hash(id_in(text, ends, r as usize))
+fn hash_of_id(ids: &[HeldId]) -> impl Fn(u32) -> u64 + '_ {
+    move |r| key_hash(&ids[r as usize])
 }
 
 /// The hash of each row's row id, from the rows.
@@ -131,7 +129,7 @@ impl Codes {
 
     /// Rows held.
     pub(super) fn len(&self) -> usize {
-        self.id_ends.len() - self.retired
+        self.ids.len() - self.retired
     }
 
     pub(super) fn reserve(&mut self, rows: usize) {
@@ -139,13 +137,10 @@ impl Codes {
             self.planes.reserve(rows);
             self.scales.reserve_exact(rows);
         }
-        // A UUID's 36 characters a row.
-        self.id_text.reserve_exact(rows * 36);
-        self.id_ends.reserve_exact(rows);
+        self.ids.reserve_exact(rows);
         self.row_ids.reserve_exact(rows);
         self.space_of.reserve_exact(rows);
-        self.by_id
-            .reserve(rows, hash_of_id(&self.id_text, &self.id_ends));
+        self.by_id.reserve(rows, hash_of_id(&self.ids));
         self.by_row.reserve(rows, hash_of_row_id(&self.row_ids));
         self.held.reserve(rows);
     }
@@ -153,27 +148,26 @@ impl Codes {
     pub(super) fn shrink_to_fit(&mut self) {
         self.planes.shrink_to_fit();
         self.scales.shrink_to_fit();
-        self.id_text.shrink_to_fit();
-        self.id_ends.shrink_to_fit();
+        self.ids.shrink_to_fit();
         self.row_ids.shrink_to_fit();
         self.space_of.shrink_to_fit();
         self.held.shrink_to_fit();
-        self.by_id
-            .shrink_to_fit(hash_of_id(&self.id_text, &self.id_ends));
+        self.by_id.shrink_to_fit(hash_of_id(&self.ids));
         self.by_row.shrink_to_fit(hash_of_row_id(&self.row_ids));
         self.by_lineage.shrink_to_fit(hash_of_lineage(&self.held));
     }
 
     /// Row `i`'s id.
-    fn id(&self, i: usize) -> &str {
-        id_in(&self.id_text, &self.id_ends, i)
+    fn id(&self, i: usize) -> String {
+        self.ids[i].text()
     }
 
     /// The index of the row held for `id`.
     pub(super) fn index_of(&self, id: &str) -> Option<usize> {
+        let id = HeldId::new(id);
         let i = self
             .by_id
-            .find(key_hash(id), |r| self.id(r as usize) == id)? as usize;
+            .find(key_hash(&id), |r| self.ids[r as usize] == id)? as usize;
         (self.space_of[i] != RETIRED).then_some(i)
     }
 
@@ -236,13 +230,14 @@ impl Codes {
             self.held.set(i, record, entities);
             return;
         }
-        let index = self.id_ends.len() as u32;
-        let (text, ends) = (&self.id_text, &self.id_ends);
+        let index = self.ids.len() as u32;
+        let id = HeldId::new(&record.id);
+        let ids = &self.ids;
         self.by_id.insert(
-            key_hash(&record.id),
+            key_hash(&id),
             index,
-            |r| id_in(text, ends, r as usize) == record.id,
-            hash_of_id(text, ends),
+            |r| ids[r as usize] == id,
+            hash_of_id(ids),
         );
         if record.lineage != record.id {
             let held = &self.held;
@@ -256,8 +251,10 @@ impl Codes {
         if self.vectors {
             self.scales.push(self.planes.push(&record.vector));
         }
-        self.id_text.push_str(&record.id);
-        self.id_ends.push(self.id_text.len());
+        if let HeldId::Text(text) = &id {
+            self.text_id_bytes += text.len();
+        }
+        self.ids.push(id);
         self.row_ids.push(NO_ROW_ID);
         self.place(index as usize, row_id);
         let space = self.space(&record.namespace);
@@ -373,7 +370,7 @@ impl Codes {
 
     pub(super) fn near(&self, i: u32) -> Near {
         Near {
-            id: self.id(i as usize).to_string(),
+            id: self.id(i as usize),
             row_id: self.row_id(i as usize),
         }
     }
@@ -383,7 +380,7 @@ impl Codes {
         let i = i as usize;
         let namespace = &self.spaces[self.space_of[i] as usize];
         Scored {
-            record: self.held.record(i, self.id(i), namespace),
+            record: self.held.record(i, &self.id(i), namespace),
             raw: 1.0 - cosine,
             row_id: self.row_id(i),
         }
@@ -392,14 +389,14 @@ impl Codes {
     /// Row `i` as a search answers with it: its ranking values and what else is held of it.
     pub(super) fn answered(&self, i: usize) -> MemoryRecord {
         let namespace = &self.spaces[self.space_of[i] as usize];
-        self.held.answered(i, self.id(i), namespace)
+        self.held.answered(i, &self.id(i), namespace)
     }
 
     /// Bytes allocated (what the vectors' capacities hold, grown or not), for the log and
     /// status.
     pub(super) fn bytes(&self) -> usize {
         use std::mem::size_of;
-        let ids = self.id_text.capacity() + self.id_ends.capacity() * size_of::<usize>();
+        let ids = self.ids.capacity() * size_of::<HeldId>() + self.text_id_bytes;
         let lookups = self.by_id.bytes() + self.by_lineage.bytes() + self.by_row.bytes();
         let spaces: usize = self.spaces.iter().map(|s| s.capacity()).sum();
         self.planes.bytes()
@@ -454,6 +451,32 @@ mod tests {
             codes.push(&held(&i.to_string(), namespace(i), v), Some(i as u64), &[]);
         }
         codes
+    }
+
+    #[test]
+    fn rows_are_found_by_their_ids_as_written_uuids_held_in_16_bytes() {
+        let rows = vectors(4, 16, 3);
+        let made = uuid::Uuid::now_v7().to_string();
+        // The store's own ids, an import's other form of a UUID, and any other text.
+        let ids = [
+            made.clone(),
+            made.to_uppercase(),
+            "imported-7".to_string(),
+            uuid::Uuid::now_v7().to_string(),
+        ];
+        let mut codes = Codes::new(16);
+        for (i, (id, v)) in ids.iter().zip(&rows).enumerate() {
+            codes.push(&held(id, "ns", v), Some(i as u64), &[]);
+        }
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(codes.index_of(id), Some(i), "{id}");
+            assert_eq!(codes.near(i as u32).id, *id);
+            assert_eq!(codes.answered(i).id, *id);
+        }
+        assert_eq!(codes.index_of(&made.replace('-', "")), None);
+        assert_eq!(codes.index_of("imported-8"), None);
+        let text = made.to_uppercase().len() + "imported-7".len();
+        assert_eq!(codes.text_id_bytes, text);
     }
 
     #[test]
