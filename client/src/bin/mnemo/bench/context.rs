@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use mnemo_client::Client;
 use mnemo_protocol::context::{Build, BuildParams};
 use mnemo_protocol::memory::{Filter, Search, SearchParams};
-use serde_json::Value;
 
 use super::{bench_query, load_locomo, percentile, read_locomo, top_up};
 use crate::formats::locomo;
@@ -51,12 +50,9 @@ pub async fn run(client: &mut Client, socket: &Path, b: ContextBench<'_>) -> any
             })
             .collect();
         for qa in sample["qa"].as_array().into_iter().flatten() {
-            let evidence: Vec<&String> = qa["evidence"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .filter_map(|e| text_of.get(e.trim()))
+            let evidence: Vec<&String> = locomo::evidence(qa)
+                .iter()
+                .filter_map(|e| text_of.get(e))
                 .collect();
             if evidence.is_empty() {
                 continue;

@@ -744,13 +744,7 @@ async fn locomo(
         for sample in &samples {
             let ns = locomo::namespace(sample);
             for qa in sample["qa"].as_array().into_iter().flatten() {
-                let evidence: Vec<String> = qa["evidence"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(|s| s.trim().to_string())
-                    .collect();
+                let evidence = locomo::evidence(qa);
                 if evidence.is_empty() {
                     continue;
                 }

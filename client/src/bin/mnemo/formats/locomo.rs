@@ -52,6 +52,22 @@ pub fn turns(sample: &Value, namespace: &str) -> Vec<AddParams> {
     items
 }
 
+/// The `dia_id`s of the turns that answer `qa`, as its `evidence` lists them. An entry may
+/// name more than one turn ("D8:6; D9:17" in the dev set): read as one id it matched no turn,
+/// and the question scored 0 however well it was answered.
+pub fn evidence(qa: &Value) -> Vec<String> {
+    qa["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .flat_map(|e| e.split([';', ',']))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +98,12 @@ mod tests {
         assert_eq!(items[2].session_id.as_deref(), Some("session_2"));
         assert_eq!(items[2].occurred_at, None);
         assert_eq!(items[0].namespace.as_deref(), Some("locomo-c1"));
+    }
+
+    #[test]
+    fn evidence_naming_two_turns_in_one_entry_is_both_turns() {
+        let qa = json!({ "evidence": ["D1:3", " D8:6; D9:17", "D2:1,D2:4", ""] });
+        assert_eq!(evidence(&qa), ["D1:3", "D8:6", "D9:17", "D2:1", "D2:4"]);
+        assert!(evidence(&json!({ "question": "no evidence" })).is_empty());
     }
 }
