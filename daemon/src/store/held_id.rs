@@ -53,6 +53,7 @@ mod tests {
 
     #[test]
     fn ids_are_kept_as_written() {
+        assert_eq!(std::mem::size_of::<HeldId>(), 24);
         let made = uuid::Uuid::now_v7().to_string();
         assert!(matches!(HeldId::new(&made), HeldId::Uuid(_)));
         assert!(HeldId::new(&made).is(&made));

@@ -293,7 +293,7 @@ impl Codes {
         if let Some(i) = self.index_of(id) {
             self.space_rows[self.space_of[i] as usize] -= 1;
             self.space_of[i] = RETIRED;
-            self.by_id.remove(key_hash(id), i as u32);
+            self.by_id.remove(hash_of_id(&self.ids)(i as u32), i as u32);
             self.place(i, None);
             if let Some(lineage) = self.held.lineage(i) {
                 self.by_lineage.remove(key_hash(lineage), i as u32);
@@ -475,6 +475,15 @@ mod tests {
         }
         assert_eq!(codes.index_of(&made.replace('-', "")), None);
         assert_eq!(codes.index_of("imported-8"), None);
+        // A row retired leaves the lookup by id, whichever way its id is held.
+        for (i, id) in ids.iter().enumerate().take(3) {
+            codes.retire(id);
+            let held = codes
+                .by_id
+                .find(hash_of_id(&codes.ids)(i as u32), |r| r == i as u32);
+            assert_eq!((codes.index_of(id), held), (None, None), "{id}");
+        }
+        assert_eq!(codes.index_of(&ids[3]), Some(3));
         let text = made.to_uppercase().len() + "imported-7".len();
         assert_eq!(codes.text_id_bytes, text);
     }
