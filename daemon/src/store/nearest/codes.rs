@@ -39,9 +39,9 @@ pub(super) struct Codes {
     /// over its length.
     scales: Vec<f32>,
     /// Each row's id, a UUID in its 16 bytes: 24 bytes a row, where the text laid end to end
-    /// took 44 (20 MB more at 1M rows). Not a box a row for the text either: boxes took 64 B a
-    /// row, and, made among the passing allocations of the read that fills the codes, they
-    /// kept pages of freed heap from going back.
+    /// took 44 (20 MB more at 1M rows). Only an id the store did not write (an import's) is
+    /// boxed: a box a row took 64 B, and, made among the passing allocations of the read that
+    /// fills the codes, boxes kept pages of freed heap from going back.
     ids: Vec<HeldId>,
     /// Bytes of the ids held as text, counted as rows come so that counting the bytes held
     /// (status asks each time it is polled) does not walk every row.
@@ -293,7 +293,7 @@ impl Codes {
         if let Some(i) = self.index_of(id) {
             self.space_rows[self.space_of[i] as usize] -= 1;
             self.space_of[i] = RETIRED;
-            self.by_id.remove(hash_of_id(&self.ids)(i as u32), i as u32);
+            self.by_id.remove(key_hash(&self.ids[i]), i as u32);
             self.place(i, None);
             if let Some(lineage) = self.held.lineage(i) {
                 self.by_lineage.remove(key_hash(lineage), i as u32);
