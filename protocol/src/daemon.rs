@@ -103,6 +103,10 @@ pub struct IndexStatus {
     /// vector leg; absent when the ANN index (or exact search) serves it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_vectors: Option<u64>,
+    /// The vectors held are one sign bit a component (past
+    /// `store.vectors_in_memory_max_rows`), their 8-bit codes in a file beside the store.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_vector_signs: bool,
 }
 
 /// One notes folder mnemod keeps remembered.

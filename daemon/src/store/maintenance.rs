@@ -141,6 +141,7 @@ impl Store {
                 && unindexed_rows < FOLD_AFTER_ROWS
                 && self.nearest.placed(),
             held_vectors: self.nearest.vector_rows().map(|n| n as u64),
+            held_vector_signs: self.nearest.signed(),
         };
         *self
             .last_index_state

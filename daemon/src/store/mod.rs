@@ -251,6 +251,7 @@ impl Store {
         let seal_progress = Arc::new(seal::SealProgress::default());
         let nearest = Arc::new(nearest::Nearest::new(
             config.vectors_in_memory_max_rows,
+            config.vector_signs,
             config.ranking_in_memory_max_rows,
         ));
         // A conversation links each memory to the next; similar and updated ones add a few.

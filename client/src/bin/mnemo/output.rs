@@ -67,7 +67,12 @@ impl Output {
             }
             if let Some(i) = &s.indexes {
                 let vector = if let Some(n) = i.held_vectors {
-                    format!("vectors of {n} current memories held in memory (8-bit)")
+                    let form = if i.held_vector_signs {
+                        "1 bit a component; their 8-bit codes in a file"
+                    } else {
+                        "8-bit"
+                    };
+                    format!("vectors of {n} current memories held in memory ({form})")
                 } else if i.ann {
                     "vector index ANN".to_string()
                 } else {

@@ -2,8 +2,10 @@
 //! 4), its id, row id, namespace and ranking values (`held.rs`), and the search over them: a
 //! scan of the top four bits of each component (`scan.rs`), and the best rows by them ranked
 //! by the rest, which lies in a file (`tail.rs`). Past `store.vectors_in_memory_max_rows`
-//! the vectors are let go and the rest is kept: the ANN index then finds the candidates, and
-//! they are ranked from the values held here.
+//! the planes are signed (`planes.rs`): one bit a component is held and scanned, and the
+//! whole of each row's codes lies in the file. Where no file can be made, the vectors are
+//! let go and the rest is kept: the ANN index then finds the candidates, and they are
+//! ranked from the values held here.
 
 use super::super::held::{Filled, Held};
 use super::super::held_id::HeldId;
@@ -13,12 +15,14 @@ use super::super::MemoryRecord;
 mod lookup;
 mod planes;
 mod scan;
+mod signs;
 mod tail;
 
 use lookup::{key_hash, RowLookup};
 
 use planes::{plane_bytes, quantize, Planes};
-use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT};
+use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT, SIGNED_PER_RESULT};
+use signs::scan_signs;
 
 /// A row no longer held (closed by a new version): skipped by every scan.
 const RETIRED: u32 = u32::MAX;
@@ -98,11 +102,31 @@ impl Codes {
         }
     }
 
+    /// Codes that hold one bit a component of each vector in memory, and the rest in a
+    /// file (see [`Codes::writing_to`]), with what ranking reads of each row but the columns
+    /// held with the whole codes.
+    pub(super) fn signed(dim: usize) -> Self {
+        Self {
+            planes: Planes::signed(dim),
+            held: Held::with_vectors(false),
+            ..Self::new(dim)
+        }
+    }
+
     /// Codes whose rows' ranking parts lie in a file in `dir` where one can be made
-    /// (`tail.rs`).
+    /// (`tail.rs`). Signed codes with no file let their vectors go: held whole, their tails
+    /// would take twelve times what the signs do.
     pub(super) fn writing_to(mut self, dir: &std::path::Path) -> Self {
         self.planes = std::mem::take(&mut self.planes).writing_to(dir);
+        if self.planes.is_signed() && !self.planes.tail_in_file() {
+            self.drop_vectors();
+        }
         self
+    }
+
+    /// Whether the planes are signed (see [`Codes::signed`]).
+    pub(super) fn is_signed(&self) -> bool {
+        self.vectors && self.planes.is_signed()
     }
 
     /// Codes that hold no vectors, only what ranking reads of each row.
@@ -320,16 +344,18 @@ impl Codes {
             },
             None => None,
         };
-        let (query, bias) = scan_query(vector);
-        let scored = scan(
-            self,
-            Ask {
+        let scored = if self.planes.is_signed() {
+            scan_signs(self, vector, space, limit * SIGNED_PER_RESULT)
+        } else {
+            let (query, bias) = scan_query(vector);
+            let ask = Ask {
                 query: &query,
                 bias,
                 space,
                 limit: limit * SCANNED_PER_RESULT,
-            },
-        );
+            };
+            scan(self, ask)
+        };
         let length = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
         // The rows lie anywhere in the planes: each is asked for a few rows ahead of its
         // turn, so their reads overlap rather than wait one after another.
@@ -513,6 +539,115 @@ mod tests {
         );
         // Ranked by the codes and their remainders, the top 10 are the exact ones.
         assert!(top as f32 / total as f32 >= 0.98, "{top} of {total}");
+    }
+
+    /// `rows` held as [`held_codes`] holds them, in signed codes whose rest lies in a file
+    /// in `dir`.
+    fn signed_codes(rows: &[Vec<f32>], dir: &std::path::Path) -> Codes {
+        let mut codes = Codes::signed(rows[0].len()).writing_to(dir);
+        for (i, v) in rows.iter().enumerate() {
+            codes.push(&held(&i.to_string(), "ns", v), Some(i as u64), &[]);
+        }
+        codes
+    }
+
+    #[test]
+    fn signed_codes_find_a_row_near_the_query_and_rank_as_whole_codes_do() {
+        let dim = 384;
+        let dir = tempfile::tempdir().unwrap();
+        let rows = vectors(3000, dim, 7);
+        let (whole, signed) = (held_codes(&rows, |_| "ns"), signed_codes(&rows, dir.path()));
+        assert!(signed.is_signed() && !whole.is_signed());
+        assert!(
+            signed.bytes() < whole.bytes(),
+            "one bit a component held, not four"
+        );
+        for (k, noise) in vectors(20, dim, 99).into_iter().enumerate() {
+            // A query near row 100k: its sign bits differ from the row's in a few places.
+            let mut q: Vec<f32> = rows[100 * k]
+                .iter()
+                .zip(&noise)
+                .map(|(r, n)| r + 0.3 * n)
+                .collect();
+            crate::linalg::l2_normalize(&mut q);
+            let found = signed.nearest(&q, Some("ns"), 10);
+            assert_eq!(found[0].1 as usize, 100 * k);
+            for &(cosine, i) in &found {
+                let exact = crate::linalg::cosine(&q, &rows[i as usize]);
+                assert!((cosine - exact).abs() < 0.001, "{cosine} vs {exact}");
+            }
+        }
+        // Sparse rows (as the hashed embedder makes), and queries sharing most of a row's
+        // components.
+        let sparse = |seed: usize, shared: usize| -> Vec<f32> {
+            let mut v = vec![0.0; dim];
+            for k in 0..8 {
+                let j = if k < shared {
+                    seed * 7919 + k * 131
+                } else {
+                    seed * 31 + k * 977 + 5
+                };
+                v[j % dim] += if (seed * 3 + k) % 5 < 2 { -1.0 } else { 1.0 };
+            }
+            v
+        };
+        let rows: Vec<Vec<f32>> = (0..3000).map(|i| sparse(i, 8)).collect();
+        let signed = signed_codes(&rows, dir.path());
+        for k in 0..20 {
+            let q = sparse(100 * k + 1, 6);
+            let nearest = exact(&rows, &q, 1)[0];
+            assert!(crate::linalg::cosine(&q, &rows[nearest]) > 0.5);
+            let found = signed.nearest(&q, None, 10);
+            // Rows of integer components may tie: the row found is as near as the nearest.
+            let cosine = |i: usize| crate::linalg::cosine(&q, &rows[i]);
+            let first = found[0].1 as usize;
+            assert!(
+                cosine(first) >= cosine(nearest) - 1e-6,
+                "query {k}: {first}, {nearest}"
+            );
+        }
+        // Where the scan keeps every row, the ranking (by the codes in the file) is that of
+        // the whole codes.
+        let few = &rows[..200];
+        let (whole, signed) = (held_codes(few, |_| "ns"), signed_codes(few, dir.path()));
+        for q in vectors(5, dim, 5) {
+            assert_eq!(signed.nearest(&q, None, 20), whole.nearest(&q, None, 20));
+        }
+    }
+
+    #[test]
+    fn signed_codes_with_no_file_for_their_rest_hold_no_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone");
+        let codes = signed_codes(&vectors(3, 16, 1), &missing);
+        assert!(!codes.has_vectors() && !codes.is_signed());
+        assert_eq!(codes.len(), 3, "the ranking values stay held");
+        assert!(codes.nearest(&vectors(1, 16, 2)[0], None, 3).is_empty());
+    }
+
+    #[test]
+    fn the_scan_of_signs_for_this_cpu_scores_every_row_as_the_portable_loop_does() {
+        let dir = tempfile::tempdir().unwrap();
+        // Rows of one word, of two (a chunk's words masked off), eight and sixteen.
+        for dim in [5, 100, 384, 700] {
+            let rows = vectors(300, dim, 11);
+            let mut codes = Codes::signed(dim).writing_to(dir.path());
+            for (i, v) in rows.iter().enumerate() {
+                let space = if i % 3 == 0 { "a" } else { "b" };
+                codes.push(&held(&i.to_string(), space, v), Some(i as u64), &[]);
+            }
+            codes.retire("7");
+            let query = signs::SignQuery::new(&rows[5]);
+            for space in [None, Some(0), Some(1)] {
+                let portable = signs::scan_signs_portable(&codes, &query, space, 300);
+                assert!(!portable.iter().any(|&(_, i)| i == 7), "a retired row");
+                assert_eq!(
+                    scan_signs(&codes, &rows[5], space, 300),
+                    portable,
+                    "dim {dim}"
+                );
+            }
+        }
     }
 
     #[test]

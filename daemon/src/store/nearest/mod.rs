@@ -3,7 +3,9 @@
 //! Lance's ANN index answered in ~12 ms (its IVF partitions, the prefilter on current rows of
 //! a namespace and the refine read); a scan of 100k × 384 bytes takes ~2 ms on one core and
 //! finds the exact neighbours but for 8-bit rounding, which what the rounding left (held at
-//! 4 bits) then corrects for the few candidates.
+//! 4 bits) then corrects for the few candidates. Past `store.vectors_in_memory_max_rows`
+//! one bit a component is held and scanned (`codes/planes.rs`): at 1M hashed memories the
+//! ANN index took ~35 ms p50, and reading its partitions kept ~150 MB of LanceDB's caches.
 //!
 //! Lance stays the truth. Only current rows are held: new memories join as they are written,
 //! a new version takes its old version's place, and writes that close, delete or re-embed
@@ -36,12 +38,16 @@ use super::schema::{answered_columns, records};
 use super::sql::{col, Filtered, Pred};
 use super::{MemoryRecord, Store, StoreError};
 
-/// The codes and when they were read. Past `max_vector_rows` current memories they hold no
-/// vectors (the vector leg goes through Lance's ANN index, its hits ranked from the values
-/// held); off (never read) when `max_rows` is 0 or the store holds more current memories
-/// than that: searches then read every candidate's ranking columns from Lance.
+/// The codes and when they were read. Past `max_vector_rows` current memories they are
+/// signed (one bit a component held) with `signs`; without, where no file for their rest
+/// can be made, or where `max_vector_rows` is 0, they hold no vectors (the vector leg goes through Lance's ANN index, its hits ranked from the
+/// values held). Off (never read) when `max_rows` is 0 or the store holds more current
+/// memories than that: searches then read every candidate's ranking columns from Lance.
 pub(super) struct Nearest {
     max_vector_rows: usize,
+    /// Whether codes past `max_vector_rows` are signed (`store.vector_signs`), or hold no
+    /// vectors.
+    signs: bool,
     max_rows: usize,
     codes: RwLock<Option<Codes>>,
     /// The memories table's version the codes were read at.
@@ -75,9 +81,10 @@ pub enum Proposed {
 }
 
 impl Nearest {
-    pub fn new(max_vector_rows: usize, max_rows: usize) -> Self {
+    pub fn new(max_vector_rows: usize, signs: bool, max_rows: usize) -> Self {
         Self {
             max_vector_rows: max_vector_rows.min(max_rows),
+            signs,
             max_rows,
             codes: RwLock::new(None),
             read_at: AtomicU64::new(0),
@@ -230,11 +237,16 @@ impl Nearest {
                 *guard = None;
                 return;
             }
-            if codes.has_vectors() && rows > self.max_vector_rows {
+            if codes.has_vectors() && !codes.is_signed() && rows > self.max_vector_rows {
                 tracing::info!(
-                    "more than {} current memories: vector search goes through the ANN index \
+                    "more than {} current memories: vector search goes through the ANN index{} \
                      (store.vectors_in_memory_max_rows)",
-                    self.max_vector_rows
+                    self.max_vector_rows,
+                    if self.signs {
+                        " until the next maintenance pass holds one bit a component of each"
+                    } else {
+                        ""
+                    }
                 );
                 codes.drop_vectors();
             }
@@ -331,6 +343,12 @@ impl Nearest {
     pub fn rows(&self) -> Option<usize> {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
         codes.as_ref().map(Codes::len)
+    }
+
+    /// Whether the vectors held are signed (one bit a component in memory).
+    pub fn signed(&self) -> bool {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        codes.as_ref().is_some_and(Codes::is_signed)
     }
 
     /// Current memories whose vectors are held, if any are.
@@ -497,11 +515,11 @@ impl Store {
             nearest.read_at.store(version, Ordering::Relaxed);
             return Ok(None);
         }
-        let vectors = current_rows <= nearest.max_vector_rows;
+        let whole = current_rows <= nearest.max_vector_rows;
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
         let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
         nearest.reading.store(true, Ordering::Release);
-        let read = self.read_codes(vectors).await;
+        let read = self.read_codes(whole).await;
         let Ok(codes) = read else {
             nearest.reading.store(false, Ordering::Release);
             nearest
@@ -513,21 +531,26 @@ impl Store {
             nearest.read_at.store(u64::MAX, Ordering::Relaxed);
             return read.map(|_| None);
         };
+        let held = match (codes.has_vectors(), codes.is_signed()) {
+            (true, false) => "",
+            (true, true) => "; one bit a component of their vectors, the rest in a file",
+            (false, _) => "; their vectors are searched through the ANN index",
+        };
         let Some((rows, bytes, first)) =
             nearest.replace(codes, version, invalidations, ranking_changes)
         else {
             return Ok(None);
         };
         let took = started.elapsed().as_secs_f64();
-        if first && vectors {
+        if first && whole {
             tracing::info!(
-                "vectors in memory: {rows} current memories ({:.1} MB) read in {took:.2} s",
+                "vectors in memory: {rows} current memories ({:.1} MB{held}) read in {took:.2} s",
                 bytes as f64 / 1e6
             );
         } else if first {
             tracing::info!(
-                "ranking values in memory: {rows} current memories ({:.1} MB; their vectors \
-                 are searched through the ANN index) read in {took:.2} s",
+                "ranking values in memory: {rows} current memories ({:.1} MB{held}) read in \
+                 {took:.2} s",
                 bytes as f64 / 1e6
             );
         } else {
@@ -537,16 +560,24 @@ impl Store {
     }
 
     /// The codes of every current memory of the configured model, batch by batch, with
-    /// what ranking reads of each; with `vectors`, their vectors too.
-    async fn read_codes(&self, vectors: bool) -> Result<Codes, StoreError> {
+    /// what ranking reads of each: `whole` codes in memory, or signed ones (`codes.rs`).
+    async fn read_codes(&self, whole: bool) -> Result<Codes, StoreError> {
         use futures::TryStreamExt;
+        let codes = if self.nearest.max_vector_rows == 0 || !(whole || self.nearest.signs) {
+            Codes::without_vectors(self.dim)
+        } else if whole {
+            Codes::new(self.dim).writing_to(&self.db_dir)
+        } else {
+            Codes::signed(self.dim).writing_to(&self.db_dir)
+        };
+        let mut codes = codes;
         let mut columns = vec!["id", "namespace"];
-        if vectors {
+        if codes.has_vectors() {
             columns.push("vector");
         }
         columns.extend(HELD_COLUMNS);
         columns.extend(SPARSE_COLUMNS);
-        if vectors {
+        if whole {
             columns.extend(HELD_WITH_VECTORS);
         }
         let query = self
@@ -555,11 +586,6 @@ impl Store {
             .filtered(&current().and(col("embed_model").eq(&self.embed_model)))
             .select(Select::columns(&columns))
             .with_row_id();
-        let mut codes = if vectors {
-            Codes::new(self.dim).writing_to(&self.db_dir)
-        } else {
-            Codes::without_vectors(self.dim)
-        };
         // Grown by doubling, the codes of 100k memories took 74 MB instead of 46.
         codes.reserve(self.counts.get().total as usize);
         let mut batches = query.execute().await?;
@@ -838,7 +864,7 @@ mod tests {
 
     #[test]
     fn rows_written_while_the_codes_are_read_join_them_and_an_invalidation_voids_them() {
-        let nearest = Nearest::new(10, 10);
+        let nearest = Nearest::new(10, false, 10);
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
         let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
         nearest.reading.store(true, Ordering::Release);

@@ -152,14 +152,16 @@ mod tests {
     use crate::store::WriteOp;
 
     /// A store holding the ranking values of up to `max_rows` current memories, and their
-    /// vectors up to `max_vector_rows`.
+    /// vectors up to `max_vector_rows` (past it their signs, with `signs`).
     async fn store_holding(
         dir: &std::path::Path,
         max_vector_rows: usize,
+        signs: bool,
         max_rows: usize,
     ) -> std::sync::Arc<Store> {
         let config = crate::config::StoreConfig {
             vectors_in_memory_max_rows: max_vector_rows,
+            vector_signs: signs,
             ranking_in_memory_max_rows: max_rows,
             ..Default::default()
         };
@@ -191,7 +193,7 @@ mod tests {
     #[tokio::test]
     async fn a_vector_search_asked_unfiltered_admits_the_current_memories_of_its_namespace() {
         let dir = tempfile::tempdir().unwrap();
-        let store = store_holding(dir.path(), 0, 100).await;
+        let store = store_holding(dir.path(), 0, false, 100).await;
         let mut rows: Vec<MemoryRecord> =
             (0..6).map(|i| ranked(&format!("a{i}"), "a", i)).collect();
         rows.push(ranked("b0", "b", 20));
@@ -234,43 +236,48 @@ mod tests {
             .is_none());
     }
 
-    /// Past the vectors' limit the codes let the vectors go and keep the ranking values;
-    /// past the values' limit nothing is held.
+    /// Past the vectors' limit the codes let the vectors go and keep the ranking values,
+    /// and are read again without vectors, or signed (one bit a component) with
+    /// `store.vector_signs`; past the values' limit nothing is held.
     #[tokio::test]
     async fn past_each_limit_less_is_held() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = store_holding(dir.path(), 2, 4).await;
-        let writer = store.writer();
-        let insert = |ids: &[&str]| {
-            let rows: Vec<MemoryRecord> = ids
-                .iter()
-                .enumerate()
-                .map(|(i, id)| ranked(id, "a", i))
-                .collect();
-            writer.submit(WriteOp::Insert(rows))
-        };
-        insert(&["m0"]).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(1));
-        assert_eq!(store.nearest.vector_rows(), Some(1));
-        insert(&["m1", "m2"]).await.unwrap();
-        assert_eq!(store.nearest.vector_rows(), None, "past 2, no vectors");
-        assert_eq!(store.nearest.rows(), Some(3), "the values stay held");
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert_eq!(
-            store.nearest.vector_rows(),
-            None,
-            "read again without vectors"
-        );
-        let found = store.nearest_held(&QUERY, Some("a"), 3).await.unwrap();
-        assert_eq!(found.map(|f| f.len()), Some(3));
-        insert(&["m3", "m4"]).await.unwrap();
-        assert_eq!(store.nearest.rows(), None, "past 4, nothing held");
-        assert!(store
-            .nearest_held(&QUERY, Some("a"), 3)
-            .await
-            .unwrap()
-            .is_none());
-        assert_eq!(store.refresh_nearest().await.unwrap(), None);
-        assert!(store.nearest.placed(), "nothing waits for a row id");
+        for signs in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = store_holding(dir.path(), 2, signs, 4).await;
+            let writer = store.writer();
+            let insert = |ids: &[&str]| {
+                let rows: Vec<MemoryRecord> = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| ranked(id, "a", i))
+                    .collect();
+                writer.submit(WriteOp::Insert(rows))
+            };
+            insert(&["m0"]).await.unwrap();
+            assert_eq!(store.refresh_nearest().await.unwrap(), Some(1));
+            assert_eq!(store.nearest.vector_rows(), Some(1));
+            insert(&["m1", "m2"]).await.unwrap();
+            assert_eq!(store.nearest.vector_rows(), None, "past 2, no vectors");
+            assert_eq!(store.nearest.rows(), Some(3), "the values stay held");
+            assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+            let held = if signs { Some(3) } else { None };
+            assert_eq!(store.nearest.vector_rows(), held, "read again");
+            assert_eq!(store.nearest.signed(), signs);
+            // From the signs, or the ANN index asked unfiltered.
+            let found = store.nearest_held(&QUERY, Some("a"), 3).await.unwrap();
+            let mut found: Vec<String> = found.unwrap().into_iter().map(|s| s.record.id).collect();
+            // m0 and m1 hold one vector; m2 is farther.
+            found[..2].sort();
+            assert_eq!(found, ["m0", "m1", "m2"], "nearest first");
+            insert(&["m3", "m4"]).await.unwrap();
+            assert_eq!(store.nearest.rows(), None, "past 4, nothing held");
+            assert!(store
+                .nearest_held(&QUERY, Some("a"), 3)
+                .await
+                .unwrap()
+                .is_none());
+            assert_eq!(store.refresh_nearest().await.unwrap(), None);
+            assert!(store.nearest.placed(), "nothing waits for a row id");
+        }
     }
 }

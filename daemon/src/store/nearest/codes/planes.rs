@@ -5,9 +5,15 @@
 //! which only the ranking of the scan's best rows reads; the remainders lie alike. The
 //! bottom bits and the remainders of a row lie together in the tail (`tail.rs`), which the
 //! daemon keeps in a file where it can.
+//!
+//! Signed planes (past `store.vectors_in_memory_max_rows`) hold only a sign bit for each
+//! component of a row's rotation in memory, 64 bytes a MiniLM row where the top bits took
+//! 192, and keep the top bits in the tail too: at 1M rows the scan then streams 64 MB, and
+//! the file holds the rest.
 
 use std::path::Path;
 
+use super::signs::{sign_words, signs_of};
 use super::tail::Tail;
 use crate::linalg::lane_sum;
 
@@ -44,10 +50,17 @@ pub(super) fn plane_bytes(dim: usize) -> usize {
 pub(super) struct Planes {
     /// Bytes a row.
     width: usize,
-    /// The codes' top four bits.
+    /// The codes' top four bits, where held in memory (empty in signed planes).
     highs: Vec<u8>,
+    /// In signed planes, each row's sign bits ([`sign_words`] a row), which a scan reads
+    /// in place of the top bits.
+    signs: Vec<u64>,
+    /// In signed planes, what turns each row's product with a query into an estimated
+    /// cosine (see [`signs_of`]).
+    sign_scales: Vec<f32>,
+    signed: bool,
     /// Each row's bottom four bits, then what rounding to its codes left in fifteenths of a
-    /// code step (8 is none).
+    /// code step (8 is none); in signed planes, after its top bits.
     tail: Tail,
 }
 
@@ -56,9 +69,42 @@ impl Planes {
         let width = plane_bytes(dim);
         Self {
             width,
-            highs: Vec::new(),
             tail: Tail::new(2 * width),
+            ..Default::default()
         }
+    }
+
+    /// Planes that hold each row's sign bits in memory, and the whole of its codes in the
+    /// tail.
+    pub(super) fn signed(dim: usize) -> Self {
+        let width = plane_bytes(dim);
+        Self {
+            width,
+            signed: true,
+            tail: Tail::new(3 * width),
+            ..Default::default()
+        }
+    }
+
+    /// Whether the planes hold sign bits (a scan reads [`Planes::signs`]) rather than top
+    /// bits.
+    pub(super) fn is_signed(&self) -> bool {
+        self.signed
+    }
+
+    /// Whether the tails lie in a file (or all in memory).
+    pub(super) fn tail_in_file(&self) -> bool {
+        self.tail.in_file()
+    }
+
+    /// Every row's sign bits, row after row (signed planes).
+    pub(super) fn signs(&self) -> &[u64] {
+        &self.signs
+    }
+
+    /// Every row's scale for its sign bits (see [`signs_of`]).
+    pub(super) fn sign_scales(&self) -> &[f32] {
+        &self.sign_scales
     }
 
     /// Planes whose tails lie in a file in `dir` where one can be made.
@@ -75,12 +121,19 @@ impl Planes {
     }
 
     pub(super) fn reserve(&mut self, rows: usize) {
-        self.highs.reserve_exact(rows * self.width);
+        if self.signed {
+            self.signs.reserve_exact(rows * sign_words(2 * self.width));
+            self.sign_scales.reserve_exact(rows);
+        } else {
+            self.highs.reserve_exact(rows * self.width);
+        }
         self.tail.reserve(rows);
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
         self.highs.shrink_to_fit();
+        self.signs.shrink_to_fit();
+        self.sign_scales.shrink_to_fit();
         self.tail.shrink_to_fit();
     }
 
@@ -91,19 +144,30 @@ impl Planes {
 
     /// Bytes allocated in memory.
     pub(super) fn bytes(&self) -> usize {
-        self.highs.capacity() + self.tail.bytes()
+        self.highs.capacity()
+            + self.signs.capacity() * 8
+            + self.sign_scales.capacity() * 4
+            + self.tail.bytes()
     }
 
     /// Appends `vector`'s row (of the planes' dimension); returns its scale (see
     /// [`quantize`]).
     pub(super) fn push(&mut self, vector: &[f32]) -> f32 {
         let (highs, tail, scale) = self.row(vector);
-        self.highs.extend_from_slice(&highs);
-        self.tail.push(&tail);
+        if self.signed {
+            let (signs, scale) = signs_of(vector);
+            self.signs.extend(signs);
+            self.sign_scales.push(scale);
+            self.tail.push(&[highs, tail].concat());
+        } else {
+            self.highs.extend_from_slice(&highs);
+            self.tail.push(&tail);
+        }
         scale
     }
 
-    /// `vector`'s top bits, its tail, and its scale.
+    /// `vector`'s top bits, the rest of its codes (bottom bits and remainders), and its
+    /// scale.
     fn row(&self, vector: &[f32]) -> (Vec<u8>, Vec<u8>, f32) {
         let (mut codes, mut rests) = (Vec::new(), Vec::new());
         let scale = quantize(vector, &mut codes, Some(&mut rests));
@@ -129,20 +193,33 @@ impl Planes {
     /// Puts `vector`'s row in place of row `i`; returns its scale.
     pub(super) fn set(&mut self, i: usize, vector: &[f32]) -> f32 {
         let (highs, tail, scale) = self.row(vector);
-        self.highs[i * self.width..][..self.width].copy_from_slice(&highs);
-        self.tail.set(i, &tail);
+        if self.signed {
+            let words = sign_words(2 * self.width);
+            let (signs, scale) = signs_of(vector);
+            self.signs[i * words..][..words].copy_from_slice(&signs);
+            self.sign_scales[i] = scale;
+            self.tail.set(i, &[highs, tail].concat());
+        } else {
+            self.highs[i * self.width..][..self.width].copy_from_slice(&highs);
+            self.tail.set(i, &tail);
+        }
         scale
     }
 
     /// Row `i`'s product with `query`, its components in code steps: its codes and what
     /// rounding left. Where its tail cannot be read (the file failed), from its top bits
-    /// alone, each taken at the middle of its step.
+    /// alone, each taken at the middle of its step (in signed planes, whose top bits lie in
+    /// the tail, every component at the middle code).
     pub(super) fn product(&self, i: usize, query: &[f32]) -> f32 {
-        let highs = &self.highs[i * self.width..][..self.width];
-        let mut tail = vec![0; 2 * self.width];
+        let mut tail = vec![0; self.tail.width()];
         if !self.tail.read(i, &mut tail) {
             tail.fill(0x88);
         }
+        let (highs, tail) = if self.signed {
+            tail.split_at(self.width)
+        } else {
+            (&self.highs[i * self.width..][..self.width], &tail[..])
+        };
         let (lows, rests) = tail.split_at(self.width);
         // The product of `query` with the components the halves `shift` of the bytes hold.
         let part = |query: &[f32], shift: u8| {
@@ -158,8 +235,12 @@ impl Planes {
         part(first, 0) + part(second, 4)
     }
 
-    /// Asks the CPU to bring row `i`'s top bits into its caches.
+    /// Asks the CPU to bring row `i`'s top bits into its caches (in signed planes they lie
+    /// in the tail, read when asked for).
     pub(super) fn prefetch(&self, i: usize) {
+        if self.signed {
+            return;
+        }
         for line in (i * self.width..(i + 1) * self.width).step_by(64) {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a prefetch never faults, and `line` lies within the plane.
@@ -236,5 +317,42 @@ mod tests {
             assert_eq!(held.product(i, &query), filed.product(i, &query), "row {i}");
         }
         assert_eq!(filed.product(5, &query), filed.product(2999, &query));
+    }
+
+    #[test]
+    fn signed_planes_read_back_as_whole_planes_and_hold_each_components_sign() {
+        let dim = 401;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut whole, mut signed) =
+            (Planes::new(dim), Planes::signed(dim).writing_to(dir.path()));
+        let vector = |i: usize| -> Vec<f32> {
+            (0..dim)
+                .map(|j| ((i * 29 + j * 13) % 97) as f32 / 48.0 - 1.0)
+                .collect()
+        };
+        for i in 0..6000 {
+            assert_eq!(whole.push(&vector(i)), signed.push(&vector(i)));
+        }
+        assert_eq!(whole.set(3, &vector(9)), signed.set(3, &vector(9)));
+        let query = vector(777);
+        for i in 0..6000 {
+            assert_eq!(
+                whole.product(i, &query),
+                signed.product(i, &query),
+                "row {i}"
+            );
+        }
+        let words = sign_words(dim);
+        assert_eq!(signed.signs().len(), 6000 * words);
+        assert!(!whole.highs().is_empty() && signed.highs().is_empty());
+        for (i, from) in [(0, 0), (3, 9), (5999, 5999)] {
+            let row = &signed.signs()[i * words..][..words];
+            let turned = super::super::signs::rotated(&vector(from));
+            assert_eq!(turned.len(), 512);
+            for (j, &x) in turned.iter().enumerate() {
+                let bit = row[j / 64] >> (j % 64) & 1 == 1;
+                assert_eq!(bit, x > 0.0, "row {i}, component {j}");
+            }
+        }
     }
 }

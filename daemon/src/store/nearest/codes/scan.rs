@@ -1,5 +1,5 @@
 //! The scan of the codes' top bits (`codes.rs`): every row of a namespace scored against
-//! the query, the best kept.
+//! the query, the best kept (as the scan of sign bits keeps them, `signs.rs`).
 
 use super::{plane_bytes, quantize, Codes, RETIRED};
 
@@ -8,6 +8,10 @@ use super::{plane_bytes, quantize, Codes, RETIRED};
 /// were the exact 10 nearest 0.998 of the time (0.999 keeping 8 a result, whose ranking
 /// took 0.30 ms rather than 0.17).
 pub(super) const SCANNED_PER_RESULT: usize = 4;
+
+/// How many rows a scan of sign bits (`signs.rs`) keeps for each one asked for: the signs
+/// order rows more coarsely than the top bits.
+pub(super) const SIGNED_PER_RESULT: usize = 10;
 
 /// `vector` as a scan asks with it: its codes, padded to fill both planes' halves, and what
 /// the halves leave out of a code product (see [`scan_portable`]).
@@ -100,21 +104,29 @@ pub(super) fn scan_portable(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
 /// gives their product with the query), the best kept.
 #[inline(always)]
 fn scan_rows(codes: &Codes, ask: Ask, tops: impl Fn(&[u8]) -> i32) -> Vec<(f32, u32)> {
-    let Ask {
-        bias, space, limit, ..
-    } = ask;
+    let rows = codes.planes.highs().chunks_exact(plane_bytes(codes.dim));
+    best_rows(codes, ask.space, ask.limit, rows, |i, row| {
+        (16 * tops(row) - ask.bias) as f32 * codes.scales[i]
+    })
+}
+
+/// The `limit` best of `rows` (each row's part of a plane, in order) of namespace `space`
+/// (all when None) by `score` (of a row's index and part).
+#[inline(always)]
+pub(super) fn best_rows<'a, T: 'a>(
+    codes: &Codes,
+    space: Option<u32>,
+    limit: usize,
+    rows: impl Iterator<Item = &'a [T]>,
+    score: impl Fn(usize, &[T]) -> f32,
+) -> Vec<(f32, u32)> {
     let mut best = Best::new(limit);
-    for (i, row) in codes
-        .planes
-        .highs()
-        .chunks_exact(plane_bytes(codes.dim))
-        .enumerate()
-    {
+    for (i, row) in rows.enumerate() {
         let row_space = codes.space_of[i];
         if row_space == RETIRED || space.is_some_and(|s| row_space != s) {
             continue;
         }
-        best.offer((16 * tops(row) - bias) as f32 * codes.scales[i], i as u32);
+        best.offer(score(i, row), i as u32);
     }
     best.into_rows()
 }

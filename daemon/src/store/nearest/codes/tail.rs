@@ -49,6 +49,16 @@ impl Tail {
         self
     }
 
+    /// Bytes a row.
+    pub(super) fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Whether rows go to a file (or all stay in memory).
+    pub(super) fn in_file(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Bytes allocated in memory (for the rows not yet written).
     pub(super) fn bytes(&self) -> usize {
         self.pending.capacity()
