@@ -2,10 +2,11 @@
 //! 4), its id, row id, namespace and ranking values (`held.rs`), and the search over them: a
 //! scan of the top four bits of each component (`scan.rs`), and the best rows by them ranked
 //! by the rest, which lies in a file (`tail.rs`). Past `store.vectors_in_memory_max_rows`
-//! the planes are signed (`planes.rs`): one bit a component is held and scanned, and the
-//! whole of each row's codes lies in the file. Where no file can be made, the vectors are
-//! let go and the rest is kept: the ANN index then finds the candidates, and they are
-//! ranked from the values held here.
+//! the vectors are let go and the rest is kept: the ANN index then finds the candidates,
+//! and they are ranked from the values held here. With `store.vector_signs` the planes are
+//! signed there instead (`planes.rs`): one bit a component is held and scanned, and the
+//! whole of each row's codes lies in the file (where none can be made, the vectors are let
+//! go).
 
 use super::super::held::{Filled, Held};
 use super::super::held_id::HeldId;
@@ -563,7 +564,7 @@ mod tests {
             "one bit a component held, not four"
         );
         for (k, noise) in vectors(20, dim, 99).into_iter().enumerate() {
-            // A query near row 100k: its sign bits differ from the row's in a few places.
+            // A query near row 100 × k: its sign bits differ from the row's in a few places.
             let mut q: Vec<f32> = rows[100 * k]
                 .iter()
                 .zip(&noise)

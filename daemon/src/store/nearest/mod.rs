@@ -4,8 +4,9 @@
 //! a namespace and the refine read); a scan of 100k × 384 bytes takes ~2 ms on one core and
 //! finds the exact neighbours but for 8-bit rounding, which what the rounding left (held at
 //! 4 bits) then corrects for the few candidates. Past `store.vectors_in_memory_max_rows`
-//! one bit a component is held and scanned (`codes/planes.rs`): at 1M hashed memories the
-//! ANN index took ~35 ms p50, and reading its partitions kept ~150 MB of LanceDB's caches.
+//! the ANN index serves, or with `store.vector_signs` one bit a component is held and
+//! scanned (`codes/signs.rs`): at 1M hashed memories the ANN index took ~35 ms p50, and
+//! reading its partitions kept ~150 MB of LanceDB's caches.
 //!
 //! Lance stays the truth. Only current rows are held: new memories join as they are written,
 //! a new version takes its old version's place, and writes that close, delete or re-embed

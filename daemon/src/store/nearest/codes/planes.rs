@@ -6,10 +6,10 @@
 //! bottom bits and the remainders of a row lie together in the tail (`tail.rs`), which the
 //! daemon keeps in a file where it can.
 //!
-//! Signed planes (past `store.vectors_in_memory_max_rows`) hold only a sign bit for each
-//! component of a row's rotation in memory, 64 bytes a MiniLM row where the top bits took
-//! 192, and keep the top bits in the tail too: at 1M rows the scan then streams 64 MB, and
-//! the file holds the rest.
+//! Signed planes (past `store.vectors_in_memory_max_rows`, with `store.vector_signs`) hold
+//! only a sign bit for each component of a row's rotation in memory (`signs.rs`), 64 bytes
+//! a MiniLM row where the top bits took 192, and keep the top bits in the tail too: at 1M
+//! rows the scan then streams 64 MB, and the file holds the rest.
 
 use std::path::Path;
 
