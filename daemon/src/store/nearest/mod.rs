@@ -564,14 +564,13 @@ impl Store {
     /// what ranking reads of each: `whole` codes in memory, or signed ones (`codes.rs`).
     async fn read_codes(&self, whole: bool) -> Result<Codes, StoreError> {
         use futures::TryStreamExt;
-        let codes = if self.nearest.max_vector_rows == 0 || !(whole || self.nearest.signs) {
+        let mut codes = if self.nearest.max_vector_rows == 0 || !(whole || self.nearest.signs) {
             Codes::without_vectors(self.dim)
         } else if whole {
             Codes::new(self.dim).writing_to(&self.db_dir)
         } else {
             Codes::signed(self.dim).writing_to(&self.db_dir)
         };
-        let mut codes = codes;
         let mut columns = vec!["id", "namespace"];
         if codes.has_vectors() {
             columns.push("vector");
