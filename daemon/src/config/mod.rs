@@ -194,9 +194,9 @@ pub struct StoreConfig {
     /// Past `vectors_in_memory_max_rows`, hold one bit a component of each vector's
     /// rotation (64 bytes a MiniLM memory) and scan them for the vector leg, ranking the
     /// best by their 8-bit codes read from a file beside the store, rather than ask the ANN
-    /// index. Off by default: at 1M hashed memories it took ~90 MB off RSS and hybrid p50 to
-    /// ~34 ms (~50 through the ANN index), but its top 10 were 0.96 those of exact search
-    /// (the ANN index's 1.000).
+    /// index. Off by default: at 1M hashed memories it took ~90 MB off RSS and hybrid p50
+    /// from ~44 ms to ~34, but its top 10 were 0.961 those of exact search (the ANN index's
+    /// 1.000).
     pub vector_signs: bool,
     /// Up to this many current memories, what ranking reads of each (~200 bytes) is held in
     /// memory, so a search ranks its candidates without reading their rows. Past it, and at
