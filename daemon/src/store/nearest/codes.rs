@@ -362,11 +362,12 @@ impl Codes {
         // turn, so their reads overlap rather than wait one after another.
         let ahead = |k: usize| scored.get(k + PREFETCH_AHEAD).map(|&(_, i)| i as usize);
         let mut refined: Vec<(f32, u32)> = Vec::with_capacity(scored.len());
+        let mut tail = Vec::new();
         for (k, &(_, i)) in scored.iter().enumerate() {
             if let Some(next) = ahead(k) {
                 self.planes.prefetch(next);
             }
-            refined.push((self.cosine(i as usize, vector, length), i));
+            refined.push((self.cosine(i as usize, vector, length, &mut tail), i));
         }
         refined.sort_by(|a, b| b.0.total_cmp(&a.0));
         refined.truncate(limit);
@@ -382,12 +383,13 @@ impl Codes {
     /// Row `i`'s cosine with `query` (of `length`), from its codes and what rounding left:
     /// within ~0.0005 of the exact cosine, where the bytes alone are within ~0.005 (enough
     /// to find the candidates, not to rank them: the 10 nearest of 100k MiniLM memories
-    /// ranked by the bytes were 0.948 those of exact search).
-    pub(super) fn cosine(&self, i: usize, query: &[f32], length: f32) -> f32 {
+    /// ranked by the bytes were 0.948 those of exact search). `tail` holds the rest of its
+    /// codes as they are read (see [`Planes::product`]).
+    pub(super) fn cosine(&self, i: usize, query: &[f32], length: f32, tail: &mut Vec<u8>) -> f32 {
         if length == 0.0 {
             return 0.0;
         }
-        self.planes.product(i, query) * self.scales[i] / length
+        self.planes.product(i, query, tail) * self.scales[i] / length
     }
 
     /// Row `i`'s row id, if it was read with one.

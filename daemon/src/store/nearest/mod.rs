@@ -41,9 +41,10 @@ use super::{MemoryRecord, Store, StoreError};
 
 /// The codes and when they were read. Past `max_vector_rows` current memories they are
 /// signed (one bit a component held) with `signs`; without, where no file for their rest
-/// can be made, or where `max_vector_rows` is 0, they hold no vectors (the vector leg goes through Lance's ANN index, its hits ranked from the
-/// values held). Off (never read) when `max_rows` is 0 or the store holds more current
-/// memories than that: searches then read every candidate's ranking columns from Lance.
+/// can be made, or where `max_vector_rows` is 0, they hold no vectors (the vector leg goes
+/// through Lance's ANN index, its hits ranked from the values held). Off (never read) when
+/// `max_rows` is 0 or the store holds more current memories than that: searches then read
+/// every candidate's ranking columns from Lance.
 pub(super) struct Nearest {
     max_vector_rows: usize,
     /// Whether codes past `max_vector_rows` are signed (`store.vector_signs`), or hold no

@@ -209,10 +209,11 @@ impl Planes {
     /// Row `i`'s product with `query`, its components in code steps: its codes and what
     /// rounding left. Where its tail cannot be read (the file failed), from its top bits
     /// alone, each taken at the middle of its step (in signed planes, whose top bits lie in
-    /// the tail, every component at the middle code).
-    pub(super) fn product(&self, i: usize, query: &[f32]) -> f32 {
-        let mut tail = vec![0; self.tail.width()];
-        if !self.tail.read(i, &mut tail) {
+    /// the tail, every component at the middle code). The tail is read into `tail`, which a
+    /// search's ranking reuses for each of its thousands of rows.
+    pub(super) fn product(&self, i: usize, query: &[f32], tail: &mut Vec<u8>) -> f32 {
+        tail.resize(self.tail.width(), 0);
+        if !self.tail.read(i, tail) {
             tail.fill(0x88);
         }
         let (highs, tail) = if self.signed {
@@ -270,7 +271,7 @@ mod tests {
             let component = |planes: &Planes, row: usize, j: usize| {
                 let mut unit = vec![0.0; dim];
                 unit[j] = 1.0;
-                planes.product(row, &unit) * scale * length
+                planes.product(row, &unit, &mut Vec::new()) * scale * length
             };
             for (j, &x) in vector.iter().enumerate() {
                 let back = component(&planes, 1, j);
@@ -313,10 +314,18 @@ mod tests {
             assert_eq!(held.set(i, &vector(from)), filed.set(i, &vector(from)));
         }
         let query = vector(12345);
+        let mut tail = Vec::new();
         for i in 0..rows {
-            assert_eq!(held.product(i, &query), filed.product(i, &query), "row {i}");
+            assert_eq!(
+                held.product(i, &query, &mut tail),
+                filed.product(i, &query, &mut tail),
+                "row {i}"
+            );
         }
-        assert_eq!(filed.product(5, &query), filed.product(2999, &query));
+        assert_eq!(
+            filed.product(5, &query, &mut tail),
+            filed.product(2999, &query, &mut tail)
+        );
     }
 
     #[test]
@@ -335,10 +344,11 @@ mod tests {
         }
         assert_eq!(whole.set(3, &vector(9)), signed.set(3, &vector(9)));
         let query = vector(777);
+        let mut tail = Vec::new();
         for i in 0..6000 {
             assert_eq!(
-                whole.product(i, &query),
-                signed.product(i, &query),
+                whole.product(i, &query, &mut tail),
+                signed.product(i, &query, &mut tail),
                 "row {i}"
             );
         }
