@@ -68,7 +68,7 @@ impl Output {
             if let Some(i) = &s.indexes {
                 let vector = if let Some(n) = i.held_vectors {
                     let form = if i.held_vector_signs {
-                        "1 bit a component; their 8-bit codes in a file"
+                        "2 bits a component; their 8-bit codes in a file"
                     } else {
                         "8-bit"
                     };

@@ -4,7 +4,7 @@
 //! by the rest, which lies in a file (`tail.rs`). Past `store.vectors_in_memory_max_rows`
 //! the vectors are let go and the rest is kept: the ANN index then finds the candidates,
 //! and they are ranked from the values held here. With `store.vector_signs` the planes are
-//! signed there instead (`planes.rs`): one bit a component is held and scanned, and the
+//! signed there instead (`planes.rs`): two bits a component are held and scanned, and the
 //! whole of each row's codes lies in the file (where none can be made, the vectors are let
 //! go).
 
@@ -22,8 +22,8 @@ mod tail;
 use lookup::{key_hash, RowLookup};
 
 use planes::{plane_bytes, quantize, Planes};
-use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT, SIGNED_PER_RESULT};
-use signs::scan_signs;
+use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT};
+use signs::signed_candidates;
 
 /// A row no longer held (closed by a new version): skipped by every scan.
 const RETIRED: u32 = u32::MAX;
@@ -103,7 +103,7 @@ impl Codes {
         }
     }
 
-    /// Codes that hold one bit a component of each vector in memory, and the rest in a
+    /// Codes that hold two bits a component of each vector in memory, and the rest in a
     /// file (see [`Codes::writing_to`]), with what ranking reads of each row but the columns
     /// held with the whole codes.
     pub(super) fn signed(dim: usize) -> Self {
@@ -346,7 +346,7 @@ impl Codes {
             None => None,
         };
         let scored = if self.planes.is_signed() {
-            scan_signs(self, vector, space, limit * SIGNED_PER_RESULT)
+            signed_candidates(self, vector, space, limit)
         } else {
             let (query, bias) = scan_query(vector);
             let ask = Ask {
@@ -563,7 +563,7 @@ mod tests {
         assert!(signed.is_signed() && !whole.is_signed());
         assert!(
             signed.bytes() < whole.bytes(),
-            "one bit a component held, not four"
+            "two bits a component held, not four"
         );
         for (k, noise) in vectors(20, dim, 99).into_iter().enumerate() {
             // A query near row 100 × k: its sign bits differ from the row's in a few places.
@@ -641,11 +641,17 @@ mod tests {
             }
             codes.retire("7");
             let query = signs::SignQuery::new(&rows[5]);
+            // Each stage keeps fewer rows than it is given.
+            let keep = signs::Keep {
+                scanned: 60,
+                read: 20,
+            };
             for space in [None, Some(0), Some(1)] {
-                let portable = signs::scan_signs_portable(&codes, &query, space, 300);
+                let portable = signs::candidates_portable(&codes, &query, space, keep);
                 assert!(!portable.iter().any(|&(_, i)| i == 7), "a retired row");
+                assert_eq!(portable.len(), 20);
                 assert_eq!(
-                    scan_signs(&codes, &rows[5], space, 300),
+                    signs::candidates(&codes, &query, space, keep),
                     portable,
                     "dim {dim}"
                 );

@@ -4,9 +4,9 @@
 //! a namespace and the refine read); a scan of 100k × 384 bytes takes ~2 ms on one core and
 //! finds the exact neighbours but for 8-bit rounding, which what the rounding left (held at
 //! 4 bits) then corrects for the few candidates. Past `store.vectors_in_memory_max_rows`
-//! the ANN index serves, or with `store.vector_signs` one bit a component is held and
-//! scanned (`codes/signs.rs`): at 1M hashed memories the ANN index took ~35 ms p50, and
-//! reading its partitions kept ~150 MB of LanceDB's caches.
+//! two bits a component of each vector's rotation are held and scanned (`codes/signs.rs`,
+//! `store.vector_signs`), or with that off the ANN index serves: at 1M hashed memories it
+//! took ~35 ms p50, and reading its partitions kept ~150 MB of LanceDB's caches.
 //!
 //! Lance stays the truth. Only current rows are held: new memories join as they are written,
 //! a new version takes its old version's place, and writes that close, delete or re-embed
@@ -40,7 +40,7 @@ use super::sql::{col, Filtered, Pred};
 use super::{MemoryRecord, Store, StoreError};
 
 /// The codes and when they were read. Past `max_vector_rows` current memories they are
-/// signed (one bit a component held) with `signs`; without, where no file for their rest
+/// signed (two bits a component held) with `signs`; without, where no file for their rest
 /// can be made, or where `max_vector_rows` is 0, they hold no vectors (the vector leg goes
 /// through Lance's ANN index, its hits ranked from the values held). Off (never read) when
 /// `max_rows` is 0 or the store holds more current memories than that: searches then read
@@ -245,7 +245,7 @@ impl Nearest {
                      (store.vectors_in_memory_max_rows)",
                     self.max_vector_rows,
                     if self.signs {
-                        " until the next maintenance pass holds one bit a component of each"
+                        " until the next maintenance pass holds two bits a component of each"
                     } else {
                         ""
                     }
@@ -347,7 +347,7 @@ impl Nearest {
         codes.as_ref().map(Codes::len)
     }
 
-    /// Whether the vectors held are signed (one bit a component in memory).
+    /// Whether the vectors held are signed (two bits a component in memory).
     pub fn signed(&self) -> bool {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
         codes.as_ref().is_some_and(Codes::is_signed)
@@ -535,7 +535,7 @@ impl Store {
         };
         let held = match (codes.has_vectors(), codes.is_signed()) {
             (true, false) => "",
-            (true, true) => "; one bit a component of their vectors, the rest in a file",
+            (true, true) => "; two bits a component of their vectors, the rest in a file",
             (false, _) => "; their vectors are searched through the ANN index",
         };
         let Some((rows, bytes, first)) =

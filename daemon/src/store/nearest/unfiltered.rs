@@ -237,7 +237,7 @@ mod tests {
     }
 
     /// Past the vectors' limit the codes let the vectors go and keep the ranking values,
-    /// and are read again without vectors, or signed (one bit a component) with
+    /// and are read again without vectors, or signed (two bits a component) with
     /// `store.vector_signs`; past the values' limit nothing is held.
     #[tokio::test]
     async fn past_each_limit_less_is_held() {

@@ -83,7 +83,7 @@ async fn wait_for_indexes(client: &mut Client, rows: usize) -> anyhow::Result<&'
             return Ok("approximate leg");
         };
         let leg = match (indexes.held_vectors, indexes.ann) {
-            (Some(_), _) if indexes.held_vector_signs => "sign bits in memory",
+            (Some(_), _) if indexes.held_vector_signs => "two bits a component in memory",
             (Some(_), _) => "codes in memory",
             (None, true) => "ANN index",
             (None, false) => "exact scan",

@@ -7,13 +7,14 @@
 //! daemon keeps in a file where it can.
 //!
 //! Signed planes (past `store.vectors_in_memory_max_rows`, with `store.vector_signs`) hold
-//! only a sign bit for each component of a row's rotation in memory (`signs.rs`), 64 bytes
-//! a MiniLM row where the top bits took 192, and keep the top bits in the tail too: at 1M
-//! rows the scan then streams 64 MB, and the file holds the rest.
+//! only two bits for each component of a row's rotation in memory (`signs.rs`), 128 bytes a
+//! MiniLM row where the top bits took 192, and keep the top bits in the tail too: at 1M
+//! rows the scan then streams the 64 MB of sign bits, the magnitude bits are read for its
+//! best rows, and the file holds the rest.
 
 use std::path::Path;
 
-use super::signs::{sign_words, signs_of};
+use super::signs::{sign_words, RowSigns};
 use super::tail::Tail;
 use crate::linalg::lane_sum;
 
@@ -55,9 +56,13 @@ pub(super) struct Planes {
     /// In signed planes, each row's sign bits ([`sign_words`] a row), which a scan reads
     /// in place of the top bits.
     signs: Vec<u64>,
+    /// In signed planes, which of each row's components lie past its threshold (see
+    /// [`RowSigns`]), which weigh the scan's best rows again.
+    magnitudes: Vec<u64>,
     /// In signed planes, what turns each row's product with a query into an estimated
-    /// cosine (see [`signs_of`]).
+    /// cosine: by its signs, and by its levels (see [`RowSigns`]).
     sign_scales: Vec<f32>,
+    fine_scales: Vec<f32>,
     signed: bool,
     /// Each row's bottom four bits, then what rounding to its codes left in fifteenths of a
     /// code step (8 is none); in signed planes, after its top bits.
@@ -74,8 +79,8 @@ impl Planes {
         }
     }
 
-    /// Planes that hold each row's sign bits in memory, and the whole of its codes in the
-    /// tail.
+    /// Planes that hold two bits a component of each row in memory, and the whole of its
+    /// codes in the tail.
     pub(super) fn signed(dim: usize) -> Self {
         let width = plane_bytes(dim);
         Self {
@@ -102,9 +107,19 @@ impl Planes {
         &self.signs
     }
 
-    /// Every row's scale for its sign bits (see [`signs_of`]).
+    /// Every row's magnitude bits, row after row (signed planes).
+    pub(super) fn magnitudes(&self) -> &[u64] {
+        &self.magnitudes
+    }
+
+    /// Every row's scale for its sign bits (see [`RowSigns`]).
     pub(super) fn sign_scales(&self) -> &[f32] {
         &self.sign_scales
+    }
+
+    /// Every row's scale for its levels (see [`RowSigns`]).
+    pub(super) fn fine_scales(&self) -> &[f32] {
+        &self.fine_scales
     }
 
     /// Planes whose tails lie in a file in `dir` where one can be made.
@@ -122,8 +137,11 @@ impl Planes {
 
     pub(super) fn reserve(&mut self, rows: usize) {
         if self.signed {
-            self.signs.reserve_exact(rows * sign_words(2 * self.width));
+            let words = rows * sign_words(2 * self.width);
+            self.signs.reserve_exact(words);
+            self.magnitudes.reserve_exact(words);
             self.sign_scales.reserve_exact(rows);
+            self.fine_scales.reserve_exact(rows);
         } else {
             self.highs.reserve_exact(rows * self.width);
         }
@@ -133,7 +151,9 @@ impl Planes {
     pub(super) fn shrink_to_fit(&mut self) {
         self.highs.shrink_to_fit();
         self.signs.shrink_to_fit();
+        self.magnitudes.shrink_to_fit();
         self.sign_scales.shrink_to_fit();
+        self.fine_scales.shrink_to_fit();
         self.tail.shrink_to_fit();
     }
 
@@ -145,8 +165,8 @@ impl Planes {
     /// Bytes allocated in memory.
     pub(super) fn bytes(&self) -> usize {
         self.highs.capacity()
-            + self.signs.capacity() * 8
-            + self.sign_scales.capacity() * 4
+            + (self.signs.capacity() + self.magnitudes.capacity()) * 8
+            + (self.sign_scales.capacity() + self.fine_scales.capacity()) * 4
             + self.tail.bytes()
     }
 
@@ -155,9 +175,11 @@ impl Planes {
     pub(super) fn push(&mut self, vector: &[f32]) -> f32 {
         let (highs, tail, scale) = self.row(vector);
         if self.signed {
-            let (signs, scale) = signs_of(vector);
-            self.signs.extend(signs);
-            self.sign_scales.push(scale);
+            let row = RowSigns::of(vector);
+            self.signs.extend(row.signs);
+            self.magnitudes.extend(row.magnitudes);
+            self.sign_scales.push(row.scale);
+            self.fine_scales.push(row.fine_scale);
             self.tail.push(&[highs, tail].concat());
         } else {
             self.highs.extend_from_slice(&highs);
@@ -195,9 +217,11 @@ impl Planes {
         let (highs, tail, scale) = self.row(vector);
         if self.signed {
             let words = sign_words(2 * self.width);
-            let (signs, scale) = signs_of(vector);
-            self.signs[i * words..][..words].copy_from_slice(&signs);
-            self.sign_scales[i] = scale;
+            let row = RowSigns::of(vector);
+            self.signs[i * words..][..words].copy_from_slice(&row.signs);
+            self.magnitudes[i * words..][..words].copy_from_slice(&row.magnitudes);
+            self.sign_scales[i] = row.scale;
+            self.fine_scales[i] = row.fine_scale;
             self.tail.set(i, &[highs, tail].concat());
         } else {
             self.highs[i * self.width..][..self.width].copy_from_slice(&highs);

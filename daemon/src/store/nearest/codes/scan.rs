@@ -9,15 +9,6 @@ use super::{plane_bytes, quantize, Codes, RETIRED};
 /// took 0.30 ms rather than 0.17).
 pub(super) const SCANNED_PER_RESULT: usize = 4;
 
-/// How many rows a scan of sign bits (`signs.rs`) keeps for each one asked for, to be
-/// ranked by their codes read from the file. One bit a component estimates a cosine to a
-/// few hundredths, where at 1M hashed memories a search's nearest 50 lie within a few
-/// hundredths of thousands more: keeping 10 a result, the 10 best were 0.69 the exact
-/// search's, and the rows missed were nearer than those found, not ties; 100 kept 0.961.
-/// Each row kept costs a read of the file, ~2 µs: 300 kept 0.995 over 40 queries, but a
-/// vector search's p50 was 52 ms rather than ~26.
-pub(super) const SIGNED_PER_RESULT: usize = 100;
-
 /// `vector` as a scan asks with it: its codes, padded to fill both planes' halves, and what
 /// the halves leave out of a code product (see [`scan_portable`]).
 pub(super) fn scan_query(vector: &[f32]) -> (Vec<i8>, i32) {
