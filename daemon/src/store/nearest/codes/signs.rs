@@ -157,10 +157,12 @@ impl SignQuery {
     }
 
     /// The query's product with a row's signs (+1 where its bit is set, -1 elsewhere), from
-    /// `weighed` and `set` of its set bits (see [`SignQuery::sum`]): the sum over them,
-    /// twice, less the sum over every component.
+    /// `weighed` and `set` of its set bits (see [`SignQuery::sum`]): the sum of
+    /// `(u - 7.5) × (2 bit - 1)` is `2 weighed - 15 set - u_sum + 7.5 components`, in
+    /// integers, as the scan of every row takes it.
     fn product(&self, weighed: i64, set: i64) -> f32 {
-        2.0 * self.sum(weighed, set) - self.sum(self.u_sum, self.components)
+        let twice = 4 * weighed - 30 * set - 2 * self.u_sum + 15 * self.components;
+        twice as f32 * self.step / 2.0
     }
 
     /// The query's product with a row's levels (`signs` × (1 + 2 `magnitudes`), see
@@ -315,6 +317,11 @@ pub(super) fn candidates_portable(
     two_stages(codes, query, space, keep, |row| query.counts(row))
 }
 
+/// Row `i` of a plane of `words` a row.
+fn row(plane: &[u64], i: usize, words: usize) -> &[u64] {
+    &plane[i * words..][..words]
+}
+
 /// The best rows of `space` by their signs, then the best of those by their levels, each
 /// weighed by `counts` of a row's bits (the sum over its set bits of the query's `u`s, and
 /// how many are set), and turned into an estimated cosine.
@@ -341,8 +348,7 @@ fn two_stages(
     let mut both = vec![0u64; words];
     for (score, i) in found.iter_mut() {
         let i = *i as usize;
-        let (signs, magnitudes) = (&signs[i * words..][..words], &magnitudes[i * words..]);
-        let magnitudes = &magnitudes[..words];
+        let (signs, magnitudes) = (row(signs, i, words), row(magnitudes, i, words));
         for ((b, s), m) in both.iter_mut().zip(signs).zip(magnitudes) {
             *b = s & m;
         }
