@@ -83,11 +83,44 @@ unsafe fn scan_avx512(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
     })
 }
 
-/// The same loop compiled for AVX2, which vectorises the byte products 32 at a time.
+/// The AVX-512 loop at half the width, 64 half-bytes at a time. The portable loop compiled
+/// for AVX2 widens each byte to 16 bits: on a 2-core EPYC without AVX-512 it spent 4.5 ms
+/// of a search at 100k MiniLM rows (a fifth of the search's time in a profile).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn scan_avx2(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
-    scan_portable(codes, ask)
+    use std::arch::x86_64::*;
+    let half = plane_bytes(codes.dim);
+    let chunks = half / 32;
+    let (first, second) = ask.query.split_at(half);
+    // SAFETY (every load): a chunk `c < chunks` lies within the `half` bytes of a row and of
+    // each half of the query.
+    let load = |bytes: *const u8, c: usize| unsafe { _mm256_loadu_si256(bytes.add(32 * c).cast()) };
+    let (first_bytes, second_bytes) = (first.as_ptr().cast::<u8>(), second.as_ptr().cast::<u8>());
+    let low_bits = _mm256_set1_epi8(15);
+    let ones = _mm256_set1_epi16(1);
+    let tail = chunks * 32;
+    scan_rows(codes, ask, |row| {
+        let mut sums = _mm256_setzero_si256();
+        for c in 0..chunks {
+            let b = load(row.as_ptr(), c);
+            let low = _mm256_and_si256(b, low_bits);
+            let high = _mm256_and_si256(_mm256_srli_epi16::<4>(b), low_bits);
+            // At most 2 × 15 × 127 a pair, and twice that summed: within 16 bits.
+            let pairs = _mm256_add_epi16(
+                _mm256_maddubs_epi16(low, load(first_bytes, c)),
+                _mm256_maddubs_epi16(high, load(second_bytes, c)),
+            );
+            sums = _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, ones));
+        }
+        let quad = _mm_add_epi32(
+            _mm256_castsi256_si128(sums),
+            _mm256_extracti128_si256::<1>(sums),
+        );
+        let pair = _mm_add_epi32(quad, _mm_unpackhi_epi64(quad, quad));
+        let one = _mm_add_epi32(pair, _mm_shuffle_epi32::<0b01>(pair));
+        _mm_cvtsi128_si32(one) + tops(&row[tail..], &first[tail..], &second[tail..])
+    })
 }
 
 #[inline(always)]
