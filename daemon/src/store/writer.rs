@@ -543,7 +543,9 @@ const MAX_INDEX_SEGMENTS: usize = 4;
 /// How a fold treats the ANN index's segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fold {
-    /// New rows become a new segment; at [`MAX_INDEX_SEGMENTS`] all are merged into one.
+    /// New rows become a new segment; at [`MAX_INDEX_SEGMENTS`] all are merged into one, as
+    /// Lance also does when a partition has grown past 4× its target size or shrunk under
+    /// a quarter of it (it splits or joins partitions then).
     Segment,
     /// Segments and new rows are merged into one: what idle time is for, since every
     /// segment costs every search (at 100k memories, 3 segments made the vector leg
