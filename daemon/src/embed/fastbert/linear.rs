@@ -1,9 +1,11 @@
-//! The encoder's linear layers: weights kept in 16 bits, in bands of columns widened to f32
-//! one at a time, and the product shared between threads.
+//! The encoder's linear layers: weights kept in 16 bits, in panels of 16 columns, and the
+//! product shared between threads. A query's few rows are multiplied straight from the 16-bit
+//! panels (widened in registers); a batch's widens a band of columns to f32 at a time for gemm.
 
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
+use super::fused::{self, PANEL};
 use crate::linalg::matmul;
 
 /// `y = x·Wᵀ + b`. PyTorch saves W `[out, in]`; it is kept transposed, `[in, out]`,
@@ -14,20 +16,22 @@ use crate::linalg::matmul;
 /// component from the published vector (cosine 0.9994 at worst against the f32 path); in 16
 /// it stays where it was.
 pub(super) struct Linear {
-    /// Wᵀ in bands of `width` columns one after another, each `[in, width]` row-major (the
-    /// last may be narrower), so a band is widened from one sequential read. Row-major across
-    /// all columns, a band's rows lay 3 KB apart, and reading them so took 3.4 ms of a 6.5 ms
-    /// query: the prefetcher does not follow that stride.
+    /// Wᵀ in panels of [`PANEL`] columns one after another, each `[in, PANEL]` row-major (the
+    /// last may be narrower), so a product reads a panel, and a band of them, sequentially.
+    /// Row-major across all columns, a band's rows lay 3 KB apart, and reading them so took
+    /// 3.4 ms of a 6.5 ms query: the prefetcher does not follow that stride.
     w: Vec<half::f16>,
     b: Vec<f32>,
     inp: usize,
     out: usize,
+    /// Columns of a band: what a batch's product widens at a time, and a query's threads
+    /// share out. A whole number of panels.
     width: usize,
 }
 
 /// Weights a product turns back into f32 at a time (512 KB at most): a band of columns this
-/// big, so for one query's few rows the band is read from cache, and the bytes are all that
-/// comes from memory.
+/// big, so for a batch's rows the band is read from cache, and the bytes are all that comes
+/// from memory.
 const BAND: usize = 1 << 17;
 
 /// Columns a band holds a multiple of: gemm's AVX-512 tile spans 64 (four registers of 16);
@@ -35,7 +39,8 @@ const BAND: usize = 1 << 17;
 const BAND_COLUMNS: usize = 64;
 
 /// Rows a product needs before its rows are split between threads (each then widens every
-/// band for its own rows); fewer rows split the bands instead.
+/// band for its own rows); fewer rows split the bands instead, and are multiplied from the
+/// 16-bit panels where the CPU allows.
 const ROWS_TO_SPLIT: usize = 64;
 
 thread_local! {
@@ -51,8 +56,8 @@ impl Linear {
             .max(BAND_COLUMNS)
             .min(out);
         let mut w = Vec::with_capacity(wt.len());
-        for start in (0..out).step_by(width) {
-            let cols = width.min(out - start);
+        for start in (0..out).step_by(PANEL) {
+            let cols = PANEL.min(out - start);
             for row in wt.chunks_exact(out) {
                 w.extend(
                     row[start..][..cols]
@@ -134,9 +139,17 @@ impl Linear {
         let inp = self.inp;
         let rows = x.len() / inp;
         let cols = self.cols(start);
+        // The band's panels, one after another (all before the last are whole).
+        let panels = &self.w[start * inp..][..inp * cols];
+        if rows < ROWS_TO_SPLIT
+            && !gemm_is_wider()
+            && fused::product(x, inp, panels, cols, dst, dst_row)
+        {
+            return;
+        }
         BAND_F32.with_borrow_mut(|band| {
             band.resize(inp * cols, 0.0);
-            widen(&self.w[start * inp..][..inp * cols], band);
+            widen_panels(panels, cols, band);
             matmul(
                 rows,
                 cols,
@@ -154,35 +167,65 @@ impl Linear {
     }
 }
 
-/// `dst` = `src` in f32: eight at a time with F16C where the CPU has it. (half's slice
-/// conversion calls a function for every eight, which cost one query ~1 ms.)
-fn widen(src: &[half::f16], dst: &mut [f32]) {
-    assert_eq!(src.len(), dst.len());
+/// Whether gemm has AVX-512 kernels here, twice the fused kernel's width: a query's
+/// products then stay with gemm (one query 6.9 ms, measured on such a CPU before the fused
+/// kernel; on an AVX2-only EPYC the fused kernel took its products from 88 to 52 µs a band).
+fn gemm_is_wider() -> bool {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx") {
-        // SAFETY: the CPU has F16C and AVX, checked just above.
-        return unsafe { widen_f16c(src, dst) };
+    {
+        static WIDER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *WIDER.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
     }
-    src.convert_to_f32_slice(dst);
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// `band` (`[in, cols]` row-major) = `panels` (its columns in panels of [`PANEL`], each
+/// `[in, PANEL]` row-major, the last maybe narrower) in f32: eight at a time with F16C where
+/// the CPU has it. (half's slice conversion calls a function for every eight, which cost one
+/// query ~1 ms.)
+fn widen_panels(panels: &[half::f16], cols: usize, band: &mut [f32]) {
+    assert_eq!(panels.len(), band.len());
+    #[cfg(target_arch = "x86_64")]
+    if cols.is_multiple_of(PANEL)
+        && std::arch::is_x86_feature_detected!("f16c")
+        && std::arch::is_x86_feature_detected!("avx")
+    {
+        // SAFETY: the CPU has F16C and AVX, checked just above.
+        return unsafe { widen_panels_f16c(panels, cols, band) };
+    }
+    let inp = band.len() / cols.max(1);
+    for (panel, first) in panels.chunks(inp * PANEL).zip((0..cols).step_by(PANEL)) {
+        let panel_cols = PANEL.min(cols - first);
+        for (k, halves) in panel.chunks_exact(panel_cols).enumerate() {
+            halves.convert_to_f32_slice(&mut band[k * cols + first..][..panel_cols]);
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "f16c,avx")]
-unsafe fn widen_f16c(src: &[half::f16], dst: &mut [f32]) {
+unsafe fn widen_panels_f16c(panels: &[half::f16], cols: usize, band: &mut [f32]) {
     use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
-    let whole = src.len() / 8 * 8;
-    for (s, d) in src[..whole]
-        .chunks_exact(8)
-        .zip(dst[..whole].chunks_exact_mut(8))
+    let inp = band.len() / cols;
+    for (panel, first) in panels
+        .chunks_exact(inp * PANEL)
+        .zip((0..cols).step_by(PANEL))
     {
-        // SAFETY: each chunk is 8 f16 (16 bytes) to read and 8 f32 to write; both
-        // intrinsics take unaligned pointers.
-        unsafe {
-            let halves = _mm_loadu_si128(s.as_ptr().cast::<__m128i>());
-            _mm256_storeu_ps(d.as_mut_ptr(), _mm256_cvtph_ps(halves));
+        for (k, halves) in panel.chunks_exact(PANEL).enumerate() {
+            let row = &mut band[k * cols + first..][..PANEL];
+            // SAFETY: 16 halves (two loads of 16 bytes) to read and 16 f32 to write, as
+            // the slices just taken hold; both intrinsics take unaligned pointers.
+            unsafe {
+                let at = halves.as_ptr().cast::<__m128i>();
+                _mm256_storeu_ps(row.as_mut_ptr(), _mm256_cvtph_ps(_mm_loadu_si128(at)));
+                _mm256_storeu_ps(
+                    row.as_mut_ptr().add(8),
+                    _mm256_cvtph_ps(_mm_loadu_si128(at.add(1))),
+                );
+            }
         }
     }
-    src[whole..].convert_to_f32_slice(&mut dst[whole..]);
 }
 
 #[cfg(test)]
@@ -190,16 +233,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_half_widens_as_half_widens_it() {
+    fn every_half_widens_as_half_widens_it_into_its_place() {
         let halves: Vec<half::f16> = (0..=u16::MAX).map(half::f16::from_bits).collect();
-        let mut wide = vec![0.0f32; halves.len() - 3];
-        // An odd length, so the last few go the slow way.
-        widen(&halves[3..], &mut wide);
-        for (h, w) in halves[3..].iter().zip(&wide) {
-            assert!(
-                h.to_f32().to_bits() == w.to_bits() || (h.is_nan() && w.is_nan()),
-                "{h:?}"
-            );
+        // Whole panels (with F16C where the CPU has it), and a narrower last panel (the
+        // portable way).
+        for cols in [PANEL, 3 * PANEL, PANEL + 8] {
+            let inp = halves.len() / cols;
+            let panels = &halves[..inp * cols];
+            let mut band = vec![0.0f32; inp * cols];
+            widen_panels(panels, cols, &mut band);
+            for k in 0..inp {
+                for c in 0..cols {
+                    let first = c / PANEL * PANEL;
+                    let panel_cols = PANEL.min(cols - first);
+                    let h = panels[first * inp + k * panel_cols + c - first];
+                    let w = band[k * cols + c];
+                    assert!(
+                        h.to_f32().to_bits() == w.to_bits() || (h.is_nan() && w.is_nan()),
+                        "{cols} columns, row {k} column {c}: {h:?} became {w}"
+                    );
+                }
+            }
         }
     }
 

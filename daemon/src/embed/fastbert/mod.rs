@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 mod activations;
+mod fused;
 mod linear;
 
 use crate::linalg::matmul;
