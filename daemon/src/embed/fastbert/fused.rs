@@ -28,11 +28,32 @@ pub(super) fn product(
         let rows = x.len() / inp;
         assert!(panels.len() >= inp * cols && dst_row >= cols);
         assert!(rows == 0 || dst.len() >= (rows - 1) * dst_row + cols);
-        // SAFETY: the CPU has AVX2, FMA and F16C (checked just above), and the asserts keep
-        // every read of x and panels and every write of dst inside its slice.
-        unsafe { product_avx2(x, inp, panels, cols, dst, dst_row) };
+        for first in (0..cols).step_by(PANEL) {
+            let panel = &panels[first * inp..][..inp * PANEL];
+            for row in (0..rows).step_by(TILE_ROWS) {
+                let at = Tile {
+                    row,
+                    first,
+                    dst_row,
+                };
+                // SAFETY: the CPU has AVX2, FMA and F16C (checked above); the tile reads
+                // rows row..row+R of x and the panel's inp × 16 halves, and writes those
+                // rows' columns first..first+16 of dst, which the asserts keep inside it.
+                unsafe {
+                    match TILE_ROWS.min(rows - row) {
+                        6 => tile::<6>(x, inp, panel, dst, at),
+                        5 => tile::<5>(x, inp, panel, dst, at),
+                        4 => tile::<4>(x, inp, panel, dst, at),
+                        3 => tile::<3>(x, inp, panel, dst, at),
+                        2 => tile::<2>(x, inp, panel, dst, at),
+                        _ => tile::<1>(x, inp, panel, dst, at),
+                    }
+                }
+            }
+        }
         return true;
     }
+    #[cfg(not(target_arch = "x86_64"))]
     let _ = (x, inp, panels, cols, dst, dst_row);
     false
 }
@@ -46,44 +67,6 @@ fn has_avx2_fma_f16c() -> bool {
             && std::arch::is_x86_feature_detected!("fma")
             && std::arch::is_x86_feature_detected!("f16c")
     })
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn product_avx2(
-    x: &[f32],
-    inp: usize,
-    panels: &[half::f16],
-    cols: usize,
-    dst: &mut [f32],
-    dst_row: usize,
-) {
-    let rows = x.len() / inp;
-    for first in (0..cols).step_by(PANEL) {
-        let panel = &panels[first * inp..][..inp * PANEL];
-        let mut row = 0;
-        while row < rows {
-            let take = TILE_ROWS.min(rows - row);
-            let at = Tile {
-                row,
-                first,
-                dst_row,
-            };
-            // SAFETY: as `product`'s asserts; the tile reads rows row..row+take of x and
-            // the panel's inp × 16 halves, and writes those rows' columns first..first+16.
-            unsafe {
-                match take {
-                    6 => tile::<6>(x, inp, panel, dst, at),
-                    5 => tile::<5>(x, inp, panel, dst, at),
-                    4 => tile::<4>(x, inp, panel, dst, at),
-                    3 => tile::<3>(x, inp, panel, dst, at),
-                    2 => tile::<2>(x, inp, panel, dst, at),
-                    _ => tile::<1>(x, inp, panel, dst, at),
-                }
-            }
-            row += take;
-        }
-    }
 }
 
 /// Where a tile lies: its first row of x and dst, its panel's first column in dst, and
