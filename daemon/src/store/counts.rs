@@ -23,6 +23,11 @@ impl Counts {
         self.lock().clone()
     }
 
+    /// Current memories in all.
+    pub fn total(&self) -> u64 {
+        self.lock().total
+    }
+
     fn change(&self, kind: &str, by: i64) {
         let mut counts = self.lock();
         let entry = counts.by_kind.entry(kind.to_string()).or_default();

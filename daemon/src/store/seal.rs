@@ -33,7 +33,29 @@ pub struct Keys {
     terms: [u8; 32],
     hashes: [u8; 32],
     entities: [u8; 32],
-    analyzer: Box<dyn LanceTokenizer>,
+}
+
+thread_local! {
+    /// LanceDB's default analyzer, as the full-text index of a plain store has it: one a
+    /// thread, since a clone of it for each text (reading the words of 100k memories) cost
+    /// more than the analysis.
+    static ANALYZER: std::cell::RefCell<Box<dyn LanceTokenizer>> = std::cell::RefCell::new(
+        FtsIndexBuilder::default()
+            .build()
+            .expect("LanceDB's default analyzer builds"),
+    );
+}
+
+/// The tokens LanceDB's default analyzer finds in `text`, in order and with repeats.
+fn analyzed(text: &str) -> Vec<String> {
+    ANALYZER.with_borrow_mut(|analyzer| {
+        let mut stream = analyzer.token_stream_for_doc(text);
+        let mut out = Vec::new();
+        while stream.advance() {
+            out.push(stream.token().text.clone());
+        }
+        out
+    })
 }
 
 /// What `meta` records of a master key: tells the right key from a wrong one without
@@ -51,9 +73,6 @@ impl Keys {
             terms: derive("mnemo 2026-11 full-text term hashing"),
             hashes: derive("mnemo 2026-11 content hashing"),
             entities: derive("mnemo 2026-11 entity name hashing"),
-            analyzer: FtsIndexBuilder::default()
-                .build()
-                .expect("LanceDB's default analyzer builds"),
         }
     }
 
@@ -122,17 +141,15 @@ impl Keys {
     /// The terms LanceDB's analyzer finds in `text` (lower-cased, stemmed, stop words out),
     /// each as a keyed hash, in order and with repeats (so BM25 sees the same frequencies).
     pub fn terms(&self, text: &str) -> String {
-        let mut analyzer = self.analyzer.box_clone();
-        let mut stream = analyzer.token_stream_for_doc(text);
-        let mut out = String::new();
-        while stream.advance() {
-            let hash = blake3::keyed_hash(&self.terms, stream.token().text.as_bytes());
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(&hex(&hash.as_bytes()[..TERM_HEX / 2]));
-        }
-        out
+        self.hashed_terms(text).join(" ")
+    }
+
+    /// [`Keys::terms`], one by one.
+    fn hashed_terms(&self, text: &str) -> Vec<String> {
+        analyzed(text)
+            .into_iter()
+            .map(|t| hex(&blake3::keyed_hash(&self.terms, t.as_bytes()).as_bytes()[..TERM_HEX / 2]))
+            .collect()
     }
 }
 
@@ -197,6 +214,26 @@ impl Sealing {
             (TERMS, verbatim)
         } else {
             ("content", FtsIndexBuilder::default())
+        }
+    }
+
+    /// The tokens the full-text index finds in `text` (a query, or a row's plain content):
+    /// LanceDB's analyzer's, hashed in an encrypted store.
+    pub fn words(&self, text: &str) -> Vec<String> {
+        match self.sealing_keys() {
+            Some(keys) => keys.hashed_terms(text),
+            None => analyzed(text),
+        }
+    }
+
+    /// The tokens the full-text index finds in `record` as read from the table with the
+    /// column [`Sealing::text_index`] names (the hashed terms of an encrypted store).
+    pub fn stored_words(&self, record: &MemoryRecord) -> Vec<String> {
+        if self.is_on() {
+            let terms = record.terms.as_deref().unwrap_or_default();
+            terms.split_whitespace().map(str::to_string).collect()
+        } else {
+            analyzed(&record.content)
         }
     }
 
@@ -335,6 +372,29 @@ pub mod tests {
         s.set_keys(&test_key(7));
         s.turn_on();
         s
+    }
+
+    /// The words held for a row are the tokens its full-text index holds: LanceDB's
+    /// analyzer's of its content, or in an encrypted store the hashed terms stored.
+    #[test]
+    fn a_rows_words_as_stored_are_the_words_of_its_text() {
+        let plain = Sealing::default();
+        let r = MemoryRecord::new(
+            "default".into(),
+            "The Quokkas were eating leaves".into(),
+            Default::default(),
+            1,
+        );
+        assert_eq!(plain.words(&r.content), ["quokka", "eat", "leav"]);
+        assert_eq!(plain.stored_words(&r), plain.words(&r.content));
+        let s = sealing();
+        let sealed = s.seal(std::slice::from_ref(&r)).into_owned();
+        let words = s.stored_words(&sealed[0]);
+        assert_eq!(words, s.words(&r.content));
+        assert_eq!(words.len(), 3);
+        assert!(words
+            .iter()
+            .all(|w| w.len() == TERM_HEX && !w.contains("quokka")));
     }
 
     #[test]

@@ -511,9 +511,10 @@ impl WriteOp {
 /// entities as stored, so they match what a read of the table returns).
 fn hold(memories: &Memories, rows: &[MemoryRecord]) {
     let stored = |e: &str| memories.sealing.entity_key(e);
+    let words = |text: &str| memories.sealing.words(text);
     memories
         .nearest
-        .written(rows, &memories.embed_model, &stored);
+        .written(rows, &memories.embed_model, &stored, &words);
 }
 
 /// Counts the current memories again (after a delete or a bulk close, which say only how

@@ -18,12 +18,14 @@ mod planes;
 mod scan;
 mod signs;
 mod tail;
+mod words;
 
 use lookup::{key_hash, RowLookup};
 
 use planes::{plane_bytes, quantize, Planes};
 use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT};
 use signs::signed_candidates;
+use words::Words;
 
 /// A row no longer held (closed by a new version): skipped by every scan.
 const RETIRED: u32 = u32::MAX;
@@ -69,6 +71,8 @@ pub(super) struct Codes {
     by_row: RowLookup,
     retired: usize,
     held: Held,
+    /// Each row's words, held with whole vectors (`words.rs`): the text leg of a search.
+    words: Option<Words>,
     /// Whether `held` is exact: no write changed a held column since (other than by rows).
     pub(super) fresh: bool,
 }
@@ -98,6 +102,7 @@ impl Codes {
             vectors: true,
             planes: Planes::new(dim),
             held: Held::with_vectors(true),
+            words: Some(Words::default()),
             fresh: true,
             ..Default::default()
         }
@@ -110,6 +115,7 @@ impl Codes {
         Self {
             planes: Planes::signed(dim),
             held: Held::with_vectors(false),
+            words: None,
             ..Self::new(dim)
         }
     }
@@ -135,6 +141,7 @@ impl Codes {
         Self {
             vectors: false,
             held: Held::with_vectors(false),
+            words: None,
             ..Self::new(dim)
         }
     }
@@ -148,6 +155,7 @@ impl Codes {
     pub(super) fn drop_vectors(&mut self) {
         self.vectors = false;
         self.held.drop_with_vectors();
+        self.words = None;
         self.planes.clear();
         self.scales = Vec::new();
     }
@@ -168,6 +176,9 @@ impl Codes {
         self.by_id.reserve(rows, hash_of_id(&self.ids));
         self.by_row.reserve(rows, hash_of_row_id(&self.row_ids));
         self.held.reserve(rows);
+        if let Some(words) = &mut self.words {
+            words.reserve(rows);
+        }
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
@@ -177,6 +188,9 @@ impl Codes {
         self.row_ids.shrink_to_fit();
         self.space_of.shrink_to_fit();
         self.held.shrink_to_fit();
+        if let Some(words) = &mut self.words {
+            words.shrink_to_fit();
+        }
         self.by_id.shrink_to_fit(hash_of_id(&self.ids));
         self.by_row.shrink_to_fit(hash_of_row_id(&self.row_ids));
         self.by_lineage.shrink_to_fit(hash_of_lineage(&self.held));
@@ -237,9 +251,16 @@ impl Codes {
     }
 
     /// Holds `record` (current, of the configured model) at `row_id`; `entities` are its
-    /// entities as stored. A row already held under its id is replaced in place. Without
-    /// vectors held, `record` needs none.
-    pub(super) fn push(&mut self, record: &MemoryRecord, row_id: Option<u64>, entities: &[String]) {
+    /// entities as stored, `words` the tokens its text is indexed by (as
+    /// `Sealing::words` gives them). A row already held under its id is replaced in place.
+    /// Without vectors held, `record` needs none.
+    pub(super) fn push(
+        &mut self,
+        record: &MemoryRecord,
+        row_id: Option<u64>,
+        entities: &[String],
+        words: &[String],
+    ) {
         if self.vectors && record.vector.len() != self.dim {
             return;
         }
@@ -253,6 +274,9 @@ impl Codes {
             self.space_rows[space as usize] += 1;
             self.space_of[i] = space;
             self.held.set(i, record, entities);
+            if let Some(held) = &mut self.words {
+                held.hold(i, words);
+            }
             return;
         }
         let index = self.ids.len() as u32;
@@ -286,6 +310,9 @@ impl Codes {
         self.space_of.push(space);
         self.space_rows[space as usize] += 1;
         self.held.push(record, entities);
+        if let Some(held) = &mut self.words {
+            held.hold(index as usize, words);
+        }
     }
 
     /// Rows held of `namespace`.
@@ -323,8 +350,39 @@ impl Codes {
             if let Some(lineage) = self.held.lineage(i) {
                 self.by_lineage.remove(key_hash(lineage), i as u32);
             }
+            if let Some(words) = &mut self.words {
+                words.forget(i);
+            }
             self.retired += 1;
         }
+    }
+
+    /// Whether each row's words are held (a text search can be answered here).
+    pub(super) fn holds_words(&self) -> bool {
+        self.words.is_some()
+    }
+
+    /// The `limit` rows of `namespace` (all when None) that score highest for `terms` by
+    /// BM25, best first: each row's score and index. None when no words are held.
+    pub(super) fn best_for_words(
+        &self,
+        terms: &[String],
+        namespace: Option<&str>,
+        limit: usize,
+    ) -> Option<Vec<(f32, u32)>> {
+        let words = self.words.as_ref()?;
+        let space = match namespace {
+            Some(n) => match self.space_of_name(n) {
+                None => return Some(Vec::new()),
+                found => found,
+            },
+            None => None,
+        };
+        let admit = |r: u32| {
+            let of = self.space_of[r as usize];
+            of != RETIRED && space.is_none_or(|s| s == of)
+        };
+        Some(words.best(terms, limit, admit))
     }
 
     /// The `limit` rows nearest `vector` by approximate cosine, nearest first, among those of
@@ -436,6 +494,7 @@ impl Codes {
             + ids
             + lookups
             + self.held.bytes()
+            + self.words.as_ref().map_or(0, Words::bytes)
     }
 }
 
@@ -477,7 +536,12 @@ mod tests {
     fn held_codes(rows: &[Vec<f32>], namespace: impl Fn(usize) -> &'static str) -> Codes {
         let mut codes = Codes::new(rows[0].len());
         for (i, v) in rows.iter().enumerate() {
-            codes.push(&held(&i.to_string(), namespace(i), v), Some(i as u64), &[]);
+            codes.push(
+                &held(&i.to_string(), namespace(i), v),
+                Some(i as u64),
+                &[],
+                &[],
+            );
         }
         codes
     }
@@ -495,7 +559,7 @@ mod tests {
         ];
         let mut codes = Codes::new(16);
         for (i, (id, v)) in ids.iter().zip(&rows).enumerate() {
-            codes.push(&held(id, "ns", v), Some(i as u64), &[]);
+            codes.push(&held(id, "ns", v), Some(i as u64), &[], &[]);
         }
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(codes.index_of(id), Some(i), "{id}");
@@ -549,7 +613,7 @@ mod tests {
     fn signed_codes(rows: &[Vec<f32>], dir: &std::path::Path) -> Codes {
         let mut codes = Codes::signed(rows[0].len()).writing_to(dir);
         for (i, v) in rows.iter().enumerate() {
-            codes.push(&held(&i.to_string(), "ns", v), Some(i as u64), &[]);
+            codes.push(&held(&i.to_string(), "ns", v), Some(i as u64), &[], &[]);
         }
         codes
     }
@@ -637,7 +701,7 @@ mod tests {
             let mut codes = Codes::signed(dim).writing_to(dir.path());
             for (i, v) in rows.iter().enumerate() {
                 let space = if i % 3 == 0 { "a" } else { "b" };
-                codes.push(&held(&i.to_string(), space, v), Some(i as u64), &[]);
+                codes.push(&held(&i.to_string(), space, v), Some(i as u64), &[], &[]);
             }
             codes.retire("7");
             let query = signs::SignQuery::new(&rows[5]);
@@ -720,9 +784,9 @@ mod tests {
             v[i] = 1.0;
             v
         };
-        codes.push(&held("a0", "a", &unit(0)), Some(0), &[]);
-        codes.push(&held("a1", "a", &unit(1)), None, &[]);
-        codes.push(&held("b0", "b", &unit(0)), Some(2), &[]);
+        codes.push(&held("a0", "a", &unit(0)), Some(0), &[], &[]);
+        codes.push(&held("a1", "a", &unit(1)), None, &[], &[]);
+        codes.push(&held("b0", "b", &unit(0)), Some(2), &[], &[]);
         let near = codes.nearest(&unit(0), Some("a"), 2);
         assert_eq!(
             near.iter().map(|&(_, i)| codes.near(i)).collect::<Vec<_>>(),
@@ -740,8 +804,8 @@ mod tests {
         assert_eq!(codes.nearest(&unit(0), None, 3).len(), 3);
         assert!(codes.nearest(&unit(0), Some("c"), 3).is_empty());
         // A zero vector (or one of another dimension) is held but near nothing.
-        codes.push(&held("z", "a", &[0.0; 8]), Some(3), &[]);
-        codes.push(&held("short", "a", &[1.0; 3]), Some(4), &[]);
+        codes.push(&held("z", "a", &[0.0; 8]), Some(3), &[], &[]);
+        codes.push(&held("short", "a", &[1.0; 3]), Some(4), &[], &[]);
         assert_eq!(codes.len(), 4);
         assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 1));
         assert_eq!(codes.nearest(&unit(0), Some("a"), 1)[0].1, 0);
@@ -752,7 +816,7 @@ mod tests {
         assert_eq!(codes.nearest(&unit(0), None, 1)[0].1, 2);
         let mut again = held("b0", "a", &unit(2));
         again.strength = 0.25;
-        codes.push(&again, None, &[]);
+        codes.push(&again, None, &[], &[]);
         assert_eq!(codes.len(), 3);
         assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 0));
         assert_eq!(codes.rows_of("c"), 0);

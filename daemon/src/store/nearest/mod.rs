@@ -69,8 +69,8 @@ pub(super) struct Nearest {
 
 /// A write made while the codes were read, applied to them after.
 enum Meanwhile {
-    /// A current row (without its content) and its entities as stored.
-    Held(Box<MemoryRecord>, Vec<String>),
+    /// A current row (without its content), its entities as stored and its words.
+    Held(Box<MemoryRecord>, Vec<String>, Vec<String>),
     Retired(String),
 }
 
@@ -113,6 +113,33 @@ impl Nearest {
         } else {
             Proposed::Rows(found.map(|(_, i)| codes.near(i)).collect())
         })
+    }
+
+    /// Candidates for `limit` results of a text search for `terms` (the analyzer's tokens of
+    /// the query), ranked from the values held at their BM25 scores; None while no words
+    /// or no exact values are held, or when not all `current` memories are (some of another
+    /// model wait to be embedded again: only the full-text index finds them).
+    pub fn text(
+        &self,
+        terms: &[String],
+        namespace: Option<&str>,
+        limit: usize,
+        current: u64,
+    ) -> Option<Vec<Scored>> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        let codes = codes
+            .as_ref()
+            .filter(|c| c.fresh && c.len() as u64 == current)?;
+        let found = codes.best_for_words(terms, namespace, limit)?;
+        Some(
+            found
+                .into_iter()
+                .map(|(score, i)| Scored {
+                    raw: score,
+                    ..codes.scored(i, 0.0)
+                })
+                .collect(),
+        )
     }
 
     /// What is held for each of `keys`, found by `index` (None for one not held), or None
@@ -205,23 +232,27 @@ impl Nearest {
     }
 
     /// Rows the writer just committed: the current ones of `model` join the codes (their
-    /// entities as stored: `stored_entity` keys each in an encrypted store), and those
-    /// closed leave them.
+    /// entities as stored: `stored_entity` keys each in an encrypted store; their text as
+    /// the full-text index has it: `words` of their content), and those closed leave them.
     pub fn written(
         &self,
         rows: &[MemoryRecord],
         model: &str,
         stored_entity: &dyn Fn(&str) -> String,
+        words: &dyn Fn(&str) -> Vec<String>,
     ) {
         let closed: Vec<&str> = rows
             .iter()
             .filter(|r| r.valid_to.is_some())
             .map(|r| r.id.as_str())
             .collect();
-        let new: Vec<(&MemoryRecord, Vec<String>)> = rows
+        let new: Vec<(&MemoryRecord, Vec<String>, Vec<String>)> = rows
             .iter()
             .filter(|r| r.valid_to.is_none() && r.embed_model == model && !r.vector.is_empty())
-            .map(|r| (r, r.entities.iter().map(|e| stored_entity(e)).collect()))
+            .map(|r| {
+                let entities = r.entities.iter().map(|e| stored_entity(e)).collect();
+                (r, entities, words(&r.content))
+            })
             .collect();
         if new.is_empty() && closed.is_empty() {
             return;
@@ -252,21 +283,21 @@ impl Nearest {
                 );
                 codes.drop_vectors();
             }
-            for (r, entities) in &new {
-                codes.push(r, None, entities);
+            for (r, entities, words) in &new {
+                codes.push(r, None, entities, words);
             }
             self.unplaced.fetch_add(new.len() as u64, Ordering::Relaxed);
         }
         if self.reading.load(Ordering::Acquire) {
             let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
             meanwhile.extend(closed.iter().map(|id| Meanwhile::Retired(id.to_string())));
-            meanwhile.extend(new.into_iter().map(|(r, entities)| {
+            meanwhile.extend(new.into_iter().map(|(r, entities, words)| {
                 let slim = MemoryRecord {
                     content: String::new(),
                     metadata: String::new(),
                     ..r.clone()
                 };
-                Meanwhile::Held(Box::new(slim), entities)
+                Meanwhile::Held(Box::new(slim), entities, words)
             }));
         }
     }
@@ -313,9 +344,9 @@ impl Nearest {
         for write in meanwhile {
             match write {
                 // A row the read found is held with its row id.
-                Meanwhile::Held(r, _) if codes.index_of(&r.id).is_some() => {}
-                Meanwhile::Held(r, entities) => {
-                    codes.push(&r, None, &entities);
+                Meanwhile::Held(r, ..) if codes.index_of(&r.id).is_some() => {}
+                Meanwhile::Held(r, entities, words) => {
+                    codes.push(&r, None, &entities, &words);
                     late += 1;
                 }
                 Meanwhile::Retired(id) => codes.retire(&id),
@@ -581,6 +612,9 @@ impl Store {
         if whole {
             columns.extend(HELD_WITH_VECTORS);
         }
+        if codes.holds_words() {
+            columns.push(self.sealing.text_index().0);
+        }
         let query = self
             .memories
             .query()
@@ -596,7 +630,11 @@ impl Store {
                 .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
                 .ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
             for (i, record) in records(&batch).enumerate() {
-                codes.push(&record, Some(row_ids.value(i)), &record.entities);
+                let words = match codes.holds_words() {
+                    true => self.sealing.stored_words(&record),
+                    false => Vec::new(),
+                };
+                codes.push(&record, Some(row_ids.value(i)), &record.entities, &words);
             }
         }
         codes.shrink_to_fit();
@@ -869,7 +907,9 @@ mod tests {
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
         let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
         nearest.reading.store(true, Ordering::Release);
-        nearest.written(&[row("late", 1)], "test", &|e| e.to_string());
+        nearest.written(&[row("late", 1)], "test", &|e| e.to_string(), &|_| {
+            Vec::new()
+        });
         let (rows, _, first) = nearest
             .replace(Codes::new(4), 7, invalidations, ranking_changes)
             .unwrap();

@@ -1,5 +1,6 @@
-//! The text leg of a search: BM25 through LanceDB's full-text index, its hits ranked from the
-//! values held beside the codes where they are exact.
+//! The text leg of a search: BM25 over the words held with the codes, or through LanceDB's
+//! full-text index, its hits ranked from the values held beside the codes where they are
+//! exact.
 
 use std::collections::HashMap;
 
@@ -9,10 +10,11 @@ use super::super::{MemoryRecord, Store, StoreError};
 use super::taken_columns;
 
 impl Store {
-    /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
-    /// full-text index. With `plain` — the search's filter names at most a namespace
-    /// (Some(None) for all) and `predicate` admits the current memories of it — and the
-    /// ranking columns held in memory, the hits are sorted out from the values held (see
+    /// BM25 over `content` (over its hashed terms in an encrypted store). With `plain` — the
+    /// search's filter names at most a namespace (Some(None) for all) and `predicate` admits
+    /// the current memories of it — from the words held with the codes where they are
+    /// (`codes/words.rs`), else through LanceDB's full-text index: with the ranking columns
+    /// held in memory, the hits are sorted out from the values held (see
     /// `Store::text_unfiltered`); otherwise the index is asked with `predicate`, for ids
     /// alone when the ranking columns are held (each column read costs a read per fragment
     /// its rows lie in).
@@ -23,6 +25,13 @@ impl Store {
         limit: usize,
         plain: Option<Option<&str>>,
     ) -> Result<Vec<Scored>, StoreError> {
+        if let Some(namespace) = plain {
+            let terms = self.sealing.words(text);
+            let current = self.counts.total();
+            if let Some(found) = self.nearest.text(&terms, namespace, limit, current) {
+                return Ok(found);
+            }
+        }
         let held = self.nearest.holds_ranking();
         if let (true, Some(namespace), true) = (held, plain, self.nearest.placed()) {
             if let Some(found) = self.text_unfiltered(text, namespace, limit).await? {
@@ -138,6 +147,91 @@ mod tests {
         assert_eq!(ids(found.clone()), ["m0", "m1", "m2", "m3", "m9", "o1"]);
         assert_eq!(found[5].1, 1.0, "its ranking values read: {found:?}");
     }
+    /// The words held with the codes rank the current memories of a namespace as LanceDB's
+    /// full-text index does (same rows, same BM25 scores), follow a new version's words,
+    /// and step aside while a current memory is not held (of another model).
+    #[tokio::test]
+    async fn the_words_held_rank_as_the_full_text_index_does() {
+        use crate::store::filter::current;
+        use crate::store::sql::col;
+        use crate::store::WriteOp;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::test_store(dir.path()).await;
+        let texts = [
+            ("a", "The dog runs in the park"),
+            ("a", "Running dogs chase dogs"),
+            ("a", "A cat sleeps all day in the sun"),
+            ("a", "Parks close at dusk; dogs must leave the park"),
+            ("a", "We ran a long way"),
+            ("b", "dog dog dog"),
+            ("b", "A park bench"),
+        ];
+        let rows: Vec<MemoryRecord> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, (namespace, text))| {
+                let mut r = row(&format!("m{i}"), i % 4);
+                r.namespace = namespace.to_string();
+                r.content = text.to_string();
+                r
+            })
+            .collect();
+        let writer = store.writer();
+        writer.submit(WriteOp::Insert(rows.clone())).await.unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(7));
+        let held = |query: &str, namespace: Option<&str>| {
+            let words = store.sealing.words(query);
+            let found = store
+                .nearest
+                .text(&words, namespace, 10, store.counts.total());
+            found.map(|hits| {
+                hits.into_iter()
+                    .map(|s| (s.record.id, s.raw))
+                    .collect::<Vec<_>>()
+            })
+        };
+        for query in [
+            "dog",
+            "running dogs in the park",
+            "The CATS!",
+            "sun dusk",
+            "moon",
+        ] {
+            for namespace in [Some("a"), None] {
+                let filter = match namespace {
+                    Some(n) => col("namespace").eq(n).and(current()),
+                    None => current(),
+                };
+                let indexed = store
+                    .full_text(query, &filter, 10, TextColumns::Id)
+                    .await
+                    .unwrap();
+                let held = held(query, namespace).expect("every memory held");
+                assert_eq!(held.len(), indexed.len(), "{query:?} in {namespace:?}");
+                for ((id, score), hit) in held.iter().zip(&indexed) {
+                    assert_eq!(*id, hit.record.id, "{query:?}: {held:?}");
+                    assert!((score - hit.raw).abs() < 1e-4, "{query:?}: {held:?}");
+                }
+            }
+        }
+        // A new version is found by its words, its past version no longer.
+        let mut new = rows[2].clone();
+        new.id = "m2v2".into();
+        new.content = "A cat hunts at night".into();
+        writer.submit(next_version(&rows[2], new)).await.unwrap();
+        let ids = |found: Option<Vec<(String, f32)>>| -> Vec<String> {
+            found.unwrap().into_iter().map(|h| h.0).collect()
+        };
+        assert_eq!(ids(held("cat", Some("a"))), ["m2v2"]);
+        assert!(ids(held("sleeps", Some("a"))).is_empty());
+        // A current memory of another model is found only by the full-text index.
+        let mut other = row("o1", 1);
+        other.content = "dog".into();
+        other.embed_model = "another model".into();
+        writer.submit(WriteOp::Insert(vec![other])).await.unwrap();
+        assert!(held("dog", None).is_none());
+    }
+
     /// Asked of the index unfiltered, a text search admits the current memories of its
     /// namespace only — not a past version, not another namespace's — with the scores and
     /// order the filtered query gives, and within the limit the best of them.
