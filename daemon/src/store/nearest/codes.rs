@@ -73,6 +73,9 @@ pub(super) struct Codes {
     held: Held,
     /// Each row's words, held with whole vectors (`words.rs`): the text leg of a search.
     words: Option<Words>,
+    /// Whether the words were read hashed (an encrypted store's): a query's words must be
+    /// the same.
+    pub(super) words_hashed: bool,
     /// Whether `held` is exact: no write changed a held column since (other than by rows).
     pub(super) fresh: bool,
 }

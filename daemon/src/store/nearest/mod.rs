@@ -117,19 +117,21 @@ impl Nearest {
 
     /// Candidates for `limit` results of a text search for `terms` (the analyzer's tokens of
     /// the query), ranked from the values held at their BM25 scores; None while no words
-    /// or no exact values are held, or when not all `current` memories are (some of another
-    /// model wait to be embedded again: only the full-text index finds them).
+    /// or no exact values are held, when not all `current` memories are (some of another
+    /// model wait to be embedded again: only the full-text index finds them), or when the
+    /// words held are not `hashed` as the query's are (encryption was turned on since).
     pub fn text(
         &self,
         terms: &[String],
         namespace: Option<&str>,
         limit: usize,
         current: u64,
+        hashed: bool,
     ) -> Option<Vec<Scored>> {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
         let codes = codes
             .as_ref()
-            .filter(|c| c.fresh && c.len() as u64 == current)?;
+            .filter(|c| c.fresh && c.len() as u64 == current && c.words_hashed == hashed)?;
         let found = codes.best_for_words(terms, namespace, limit)?;
         Some(
             found
@@ -614,6 +616,7 @@ impl Store {
         }
         if codes.holds_words() {
             columns.push(self.sealing.text_index().0);
+            codes.words_hashed = self.sealing.is_on();
         }
         let query = self
             .memories

@@ -27,8 +27,8 @@ impl Store {
     ) -> Result<Vec<Scored>, StoreError> {
         if let Some(namespace) = plain {
             let terms = self.sealing.words(text);
-            let current = self.counts.total();
-            if let Some(found) = self.nearest.text(&terms, namespace, limit, current) {
+            let (current, hashed) = (self.counts.total(), self.sealing.is_on());
+            if let Some(found) = self.nearest.text(&terms, namespace, limit, current, hashed) {
                 return Ok(found);
             }
         }
@@ -183,7 +183,7 @@ mod tests {
             let words = store.sealing.words(query);
             let found = store
                 .nearest
-                .text(&words, namespace, 10, store.counts.total());
+                .text(&words, namespace, 10, store.counts.total(), false);
             found.map(|hits| {
                 hits.into_iter()
                     .map(|s| (s.record.id, s.raw))
@@ -214,6 +214,10 @@ mod tests {
                 }
             }
         }
+        // Words held plain answer no query hashed (an encrypted store's).
+        let dog = store.sealing.words("dog");
+        let total = store.counts.total();
+        assert!(store.nearest.text(&dog, None, 10, total, true).is_none());
         // A new version is found by its words, its past version no longer.
         let mut new = rows[2].clone();
         new.id = "m2v2".into();
