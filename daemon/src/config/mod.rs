@@ -188,8 +188,9 @@ pub struct StoreConfig {
     pub metadata_cache_mb: usize,
     /// Up to this many current memories, their vectors are held in memory at 8 bits a
     /// component (384 bytes each with MiniLM) and scanned whole for a search: at 100k that
-    /// is ~40 MB and ~2 ms, where the ANN index took ~12 ms. Past it (but see
-    /// `vector_signs`), and at 0, searches go through the ANN index.
+    /// is ~40 MB and ~2 ms, where the ANN index took ~12 ms. Their words are held too, for
+    /// the text leg (~17 MB at 100k). Past it (but see `vector_signs`), and at 0, searches
+    /// go through the ANN index and the full-text index.
     pub vectors_in_memory_max_rows: usize,
     /// Past `vectors_in_memory_max_rows`, hold two bits a component of each vector's
     /// rotation (its sign, and whether its magnitude is past the row's RMS: 128 bytes a
