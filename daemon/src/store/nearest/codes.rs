@@ -254,15 +254,15 @@ impl Codes {
     }
 
     /// Holds `record` (current, of the configured model) at `row_id`; `entities` are its
-    /// entities as stored, `words` the tokens its text is indexed by (as
-    /// `Sealing::words` gives them). A row already held under its id is replaced in place.
-    /// Without vectors held, `record` needs none.
+    /// entities as stored; `words` gives the tokens its text is indexed by (as
+    /// `Sealing::words` gives them), asked only where words are held. A row already held
+    /// under its id is replaced in place. Without vectors held, `record` needs none.
     pub(super) fn push(
         &mut self,
         record: &MemoryRecord,
         row_id: Option<u64>,
         entities: &[String],
-        words: &[String],
+        words: impl FnOnce() -> Vec<String>,
     ) {
         if self.vectors && record.vector.len() != self.dim {
             return;
@@ -278,7 +278,7 @@ impl Codes {
             self.space_of[i] = space;
             self.held.set(i, record, entities);
             if let Some(held) = &mut self.words {
-                held.hold(i, words);
+                held.hold(i, &words());
             }
             return;
         }
@@ -314,7 +314,7 @@ impl Codes {
         self.space_rows[space as usize] += 1;
         self.held.push(record, entities);
         if let Some(held) = &mut self.words {
-            held.hold(index as usize, words);
+            held.hold(index as usize, &words());
         }
     }
 
@@ -322,6 +322,15 @@ impl Codes {
     pub(super) fn rows_of(&self, namespace: &str) -> usize {
         self.space_of_name(namespace)
             .map_or(0, |space| self.space_rows[space as usize])
+    }
+
+    /// The space a search of `namespace` keeps to (None for all), or None when no row was
+    /// ever held of it (nothing is found).
+    fn space_asked(&self, namespace: Option<&str>) -> Option<Option<u32>> {
+        match namespace {
+            Some(n) => self.space_of_name(n).map(Some),
+            None => Some(None),
+        }
     }
 
     /// The index of `namespace` in `spaces`, if any row was ever held of it.
@@ -374,12 +383,8 @@ impl Codes {
         limit: usize,
     ) -> Option<Vec<(f32, u32)>> {
         let words = self.words.as_ref()?;
-        let space = match namespace {
-            Some(n) => match self.space_of_name(n) {
-                None => return Some(Vec::new()),
-                found => found,
-            },
-            None => None,
+        let Some(space) = self.space_asked(namespace) else {
+            return Some(Vec::new());
         };
         let admit = |r: u32| {
             let of = self.space_of[r as usize];
@@ -399,12 +404,8 @@ impl Codes {
         if !self.vectors || vector.len() != self.dim || limit == 0 {
             return Vec::new();
         }
-        let space = match namespace {
-            Some(n) => match self.space_of_name(n) {
-                None => return Vec::new(),
-                found => found,
-            },
-            None => None,
+        let Some(space) = self.space_asked(namespace) else {
+            return Vec::new();
         };
         let scored = if self.planes.is_signed() {
             signed_candidates(self, vector, space, limit)
@@ -543,7 +544,7 @@ mod tests {
                 &held(&i.to_string(), namespace(i), v),
                 Some(i as u64),
                 &[],
-                &[],
+                Vec::new,
             );
         }
         codes
@@ -562,7 +563,7 @@ mod tests {
         ];
         let mut codes = Codes::new(16);
         for (i, (id, v)) in ids.iter().zip(&rows).enumerate() {
-            codes.push(&held(id, "ns", v), Some(i as u64), &[], &[]);
+            codes.push(&held(id, "ns", v), Some(i as u64), &[], Vec::new);
         }
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(codes.index_of(id), Some(i), "{id}");
@@ -616,7 +617,12 @@ mod tests {
     fn signed_codes(rows: &[Vec<f32>], dir: &std::path::Path) -> Codes {
         let mut codes = Codes::signed(rows[0].len()).writing_to(dir);
         for (i, v) in rows.iter().enumerate() {
-            codes.push(&held(&i.to_string(), "ns", v), Some(i as u64), &[], &[]);
+            codes.push(
+                &held(&i.to_string(), "ns", v),
+                Some(i as u64),
+                &[],
+                Vec::new,
+            );
         }
         codes
     }
@@ -704,7 +710,12 @@ mod tests {
             let mut codes = Codes::signed(dim).writing_to(dir.path());
             for (i, v) in rows.iter().enumerate() {
                 let space = if i % 3 == 0 { "a" } else { "b" };
-                codes.push(&held(&i.to_string(), space, v), Some(i as u64), &[], &[]);
+                codes.push(
+                    &held(&i.to_string(), space, v),
+                    Some(i as u64),
+                    &[],
+                    Vec::new,
+                );
             }
             codes.retire("7");
             let query = signs::SignQuery::new(&rows[5]);
@@ -787,9 +798,9 @@ mod tests {
             v[i] = 1.0;
             v
         };
-        codes.push(&held("a0", "a", &unit(0)), Some(0), &[], &[]);
-        codes.push(&held("a1", "a", &unit(1)), None, &[], &[]);
-        codes.push(&held("b0", "b", &unit(0)), Some(2), &[], &[]);
+        codes.push(&held("a0", "a", &unit(0)), Some(0), &[], Vec::new);
+        codes.push(&held("a1", "a", &unit(1)), None, &[], Vec::new);
+        codes.push(&held("b0", "b", &unit(0)), Some(2), &[], Vec::new);
         let near = codes.nearest(&unit(0), Some("a"), 2);
         assert_eq!(
             near.iter().map(|&(_, i)| codes.near(i)).collect::<Vec<_>>(),
@@ -807,8 +818,8 @@ mod tests {
         assert_eq!(codes.nearest(&unit(0), None, 3).len(), 3);
         assert!(codes.nearest(&unit(0), Some("c"), 3).is_empty());
         // A zero vector (or one of another dimension) is held but near nothing.
-        codes.push(&held("z", "a", &[0.0; 8]), Some(3), &[], &[]);
-        codes.push(&held("short", "a", &[1.0; 3]), Some(4), &[], &[]);
+        codes.push(&held("z", "a", &[0.0; 8]), Some(3), &[], Vec::new);
+        codes.push(&held("short", "a", &[1.0; 3]), Some(4), &[], Vec::new);
         assert_eq!(codes.len(), 4);
         assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 1));
         assert_eq!(codes.nearest(&unit(0), Some("a"), 1)[0].1, 0);
@@ -819,7 +830,7 @@ mod tests {
         assert_eq!(codes.nearest(&unit(0), None, 1)[0].1, 2);
         let mut again = held("b0", "a", &unit(2));
         again.strength = 0.25;
-        codes.push(&again, None, &[], &[]);
+        codes.push(&again, None, &[], Vec::new);
         assert_eq!(codes.len(), 3);
         assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 0));
         assert_eq!(codes.rows_of("c"), 0);

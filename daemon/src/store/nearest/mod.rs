@@ -69,8 +69,8 @@ pub(super) struct Nearest {
 
 /// A write made while the codes were read, applied to them after.
 enum Meanwhile {
-    /// A current row (without its content), its entities as stored and its words.
-    Held(Box<MemoryRecord>, Vec<String>, Vec<String>),
+    /// A current row (with its content, for its words) and its entities as stored.
+    Held(Box<MemoryRecord>, Vec<String>),
     Retired(String),
 }
 
@@ -248,13 +248,10 @@ impl Nearest {
             .filter(|r| r.valid_to.is_some())
             .map(|r| r.id.as_str())
             .collect();
-        let new: Vec<(&MemoryRecord, Vec<String>, Vec<String>)> = rows
+        let new: Vec<(&MemoryRecord, Vec<String>)> = rows
             .iter()
             .filter(|r| r.valid_to.is_none() && r.embed_model == model && !r.vector.is_empty())
-            .map(|r| {
-                let entities = r.entities.iter().map(|e| stored_entity(e)).collect();
-                (r, entities, words(&r.content))
-            })
+            .map(|r| (r, r.entities.iter().map(|e| stored_entity(e)).collect()))
             .collect();
         if new.is_empty() && closed.is_empty() {
             return;
@@ -285,21 +282,20 @@ impl Nearest {
                 );
                 codes.drop_vectors();
             }
-            for (r, entities, words) in &new {
-                codes.push(r, None, entities, words);
+            for (r, entities) in &new {
+                codes.push(r, None, entities, || words(&r.content));
             }
             self.unplaced.fetch_add(new.len() as u64, Ordering::Relaxed);
         }
         if self.reading.load(Ordering::Acquire) {
             let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
             meanwhile.extend(closed.iter().map(|id| Meanwhile::Retired(id.to_string())));
-            meanwhile.extend(new.into_iter().map(|(r, entities, words)| {
+            meanwhile.extend(new.into_iter().map(|(r, entities)| {
                 let slim = MemoryRecord {
-                    content: String::new(),
                     metadata: String::new(),
                     ..r.clone()
                 };
-                Meanwhile::Held(Box::new(slim), entities, words)
+                Meanwhile::Held(Box::new(slim), entities)
             }));
         }
     }
@@ -332,6 +328,7 @@ impl Nearest {
         version: u64,
         invalidations: u64,
         ranking_changes: u64,
+        words: &dyn Fn(&str) -> Vec<String>,
     ) -> Option<(usize, usize, bool)> {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         self.reading.store(false, Ordering::Release);
@@ -346,9 +343,9 @@ impl Nearest {
         for write in meanwhile {
             match write {
                 // A row the read found is held with its row id.
-                Meanwhile::Held(r, ..) if codes.index_of(&r.id).is_some() => {}
-                Meanwhile::Held(r, entities, words) => {
-                    codes.push(&r, None, &entities, &words);
+                Meanwhile::Held(r, _) if codes.index_of(&r.id).is_some() => {}
+                Meanwhile::Held(r, entities) => {
+                    codes.push(&r, None, &entities, || words(&r.content));
                     late += 1;
                 }
                 Meanwhile::Retired(id) => codes.retire(&id),
@@ -572,7 +569,9 @@ impl Store {
             (false, _) => "; their vectors are searched through the ANN index",
         };
         let Some((rows, bytes, first)) =
-            nearest.replace(codes, version, invalidations, ranking_changes)
+            nearest.replace(codes, version, invalidations, ranking_changes, &|text| {
+                self.sealing.words(text)
+            })
         else {
             return Ok(None);
         };
@@ -633,11 +632,8 @@ impl Store {
                 .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
                 .ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
             for (i, record) in records(&batch).enumerate() {
-                let words = match codes.holds_words() {
-                    true => self.sealing.stored_words(&record),
-                    false => Vec::new(),
-                };
-                codes.push(&record, Some(row_ids.value(i)), &record.entities, &words);
+                let words = || self.sealing.stored_words(&record);
+                codes.push(&record, Some(row_ids.value(i)), &record.entities, words);
             }
         }
         codes.shrink_to_fit();
@@ -914,7 +910,9 @@ mod tests {
             Vec::new()
         });
         let (rows, _, first) = nearest
-            .replace(Codes::new(4), 7, invalidations, ranking_changes)
+            .replace(Codes::new(4), 7, invalidations, ranking_changes, &|_| {
+                Vec::new()
+            })
             .unwrap();
         assert_eq!((rows, first), (1, true));
         assert!(!nearest.placed(), "the late row waits for its row id");
@@ -928,7 +926,9 @@ mod tests {
         nearest.reading.store(true, Ordering::Release);
         nearest.ranking_changed();
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
-        nearest.replace(Codes::new(4), 8, invalidations, ranking_changes);
+        nearest.replace(Codes::new(4), 8, invalidations, ranking_changes, &|_| {
+            Vec::new()
+        });
         assert!(!nearest.holds_ranking());
 
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
@@ -936,7 +936,9 @@ mod tests {
         nearest.reading.store(true, Ordering::Release);
         nearest.invalidate();
         assert!(nearest
-            .replace(Codes::new(4), 8, invalidations, ranking_changes)
+            .replace(Codes::new(4), 8, invalidations, ranking_changes, &|_| {
+                Vec::new()
+            })
             .is_none());
         assert_eq!(
             nearest.rows(),
