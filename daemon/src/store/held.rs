@@ -35,7 +35,6 @@ pub const SPARSE_COLUMNS: &[&str] = &[
     "superseded_by",
     "summarizes",
     "tags",
-    "last_accessed_at",
     "summarized_by",
     "faded_at",
     "action",
@@ -59,13 +58,31 @@ pub const HELD_WITH_VECTORS: &[&str] = &[
     "emotion_arousal",
 ];
 
-/// Which of [`SPARSE_COLUMNS`] a row fills, a bit each, and whether its
-/// [`HELD_WITH_VECTORS`] are not held ([`UNHELD_WITH_VECTORS`]).
+/// Columns a search answers with that are held with the words, in a plain store, for the
+/// rows whose values fit (`nearest/codes/answers.rs`): a search whose rows hold them all
+/// takes none from Lance. Like [`HELD_COLUMNS`], a write that sets one other than by whole
+/// rows makes what is held stale.
+pub const HELD_ANSWERS: &[&str] = &[
+    "content",
+    "metadata",
+    "content_hash",
+    "access_count",
+    "last_accessed_at",
+    "salience_factors",
+];
+
+/// Which of [`SPARSE_COLUMNS`] a row fills, a bit each, whether its [`HELD_WITH_VECTORS`]
+/// are not held ([`UNHELD_WITH_VECTORS`]) and whether its [`HELD_ANSWERS`] are not
+/// ([`UNHELD_ANSWERS`]).
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
 pub struct Filled(u16);
 
 /// The bit of [`Filled`] for a row whose [`HELD_WITH_VECTORS`] are not held.
 const UNHELD_WITH_VECTORS: u16 = 1 << 15;
+
+/// The bit of [`Filled`] for a row whose [`HELD_ANSWERS`] are not held: set for every row
+/// until the codes say they hold them ([`Filled::with_answers`]).
+const UNHELD_ANSWERS: u16 = 1 << 14;
 
 impl Filled {
     fn of(record: &MemoryRecord) -> Self {
@@ -74,8 +91,13 @@ impl Filled {
                 .iter()
                 .enumerate()
                 .filter(|(_, c)| record.fills(c))
-                .fold(0, |bits, (i, _)| bits | 1 << i),
+                .fold(UNHELD_ANSWERS, |bits, (i, _)| bits | 1 << i),
         )
+    }
+
+    /// The same, for a row whose [`HELD_ANSWERS`] are held.
+    pub fn with_answers(self) -> Self {
+        Self(self.0 & !UNHELD_ANSWERS)
     }
 
     /// What either row fills.
@@ -89,6 +111,9 @@ impl Filled {
         if HELD_WITH_VECTORS.contains(&column) {
             return self.0 & UNHELD_WITH_VECTORS != 0;
         }
+        if HELD_ANSWERS.contains(&column) {
+            return self.0 & UNHELD_ANSWERS != 0;
+        }
         SPARSE_COLUMNS
             .iter()
             .position(|c| *c == column)
@@ -99,16 +124,22 @@ impl Filled {
     pub fn holds_with_vectors(self) -> bool {
         self.0 & UNHELD_WITH_VECTORS == 0
     }
+
+    /// Whether the row's [`HELD_ANSWERS`] are held.
+    pub fn holds_answers(self) -> bool {
+        self.0 & UNHELD_ANSWERS == 0
+    }
 }
 
 /// The columns a write that sets one other than by whole rows makes what is held stale by:
-/// those held, with or without the vectors, and the sparse ones (a row held as not filling
-/// one would be answered without it).
+/// those held, with or without the vectors, the answers held, and the sparse ones (a row
+/// held as not filling one would be answered without it).
 pub fn staling_held() -> impl Iterator<Item = &'static str> {
     HELD_COLUMNS
         .iter()
         .chain(SPARSE_COLUMNS)
         .chain(HELD_WITH_VECTORS)
+        .chain(HELD_ANSWERS)
         .copied()
 }
 
@@ -119,9 +150,9 @@ pub fn known_when_held(column: &str) -> bool {
 }
 
 /// `taken` (a row read without the columns [`known_when_held`], and without the
-/// [`HELD_WITH_VECTORS`] where `with_vectors`) with the values held for it (`values`, as
-/// [`Held::record`] gives them).
-pub fn with_held(taken: MemoryRecord, values: MemoryRecord, with_vectors: bool) -> MemoryRecord {
+/// [`HELD_WITH_VECTORS`] and [`HELD_ANSWERS`] where `held` holds them) with the values held
+/// for it (`values`, as the codes answer with them).
+pub fn with_held(taken: MemoryRecord, values: MemoryRecord, held: Filled) -> MemoryRecord {
     let mut row = MemoryRecord {
         lineage: values.lineage,
         namespace: values.namespace,
@@ -134,7 +165,15 @@ pub fn with_held(taken: MemoryRecord, values: MemoryRecord, with_vectors: bool) 
         valid_to: None,
         ..taken
     };
-    if with_vectors {
+    if held.holds_answers() {
+        row.content = values.content;
+        row.metadata = values.metadata;
+        row.content_hash = values.content_hash;
+        row.access_count = values.access_count;
+        row.last_accessed_at = values.last_accessed_at;
+        row.salience_factors = values.salience_factors;
+    }
+    if held.holds_with_vectors() {
         row.kind = values.kind;
         row.valid_from = values.valid_from;
         row.emotion_primary = values.emotion_primary;
@@ -453,6 +492,16 @@ mod tests {
             );
         }
         assert!(plain.holds_with_vectors() && !unheld.holds_with_vectors());
+        // Answers are read until the codes say a row holds them; the id always is.
+        let answering = plain.with_answers();
+        for column in HELD_ANSWERS {
+            assert!(
+                plain.must_read(column) && !answering.must_read(column),
+                "{column}"
+            );
+        }
+        assert!(answering.must_read("id") && answering.holds_answers());
+        assert!(!plain.holds_answers() && !answering.or(plain).holds_answers());
         let tagged = MemoryRecord {
             tags: vec!["t".into()],
             ..Default::default()

@@ -13,6 +13,7 @@ use super::super::held_id::HeldId;
 use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
 
+mod answers;
 mod lookup;
 mod planes;
 mod scan;
@@ -20,6 +21,7 @@ mod signs;
 mod tail;
 mod words;
 
+use answers::Answers;
 use lookup::{key_hash, RowLookup};
 
 use planes::{plane_bytes, quantize, Planes};
@@ -73,6 +75,9 @@ pub(super) struct Codes {
     held: Held,
     /// Each row's words, held with whole vectors (`words.rs`): the text leg of a search.
     words: Option<Words>,
+    /// What a search answers with of each row, held with the words in a plain store
+    /// (`answers.rs`).
+    answers: Option<Answers>,
     /// Whether the words were read hashed (an encrypted store's): a query's words must be
     /// the same.
     pub(super) words_hashed: bool,
@@ -106,6 +111,7 @@ impl Codes {
             planes: Planes::new(dim),
             held: Held::with_vectors(true),
             words: Some(Words::default()),
+            answers: Some(Answers::default()),
             fresh: true,
             ..Default::default()
         }
@@ -119,6 +125,7 @@ impl Codes {
             planes: Planes::signed(dim),
             held: Held::with_vectors(false),
             words: None,
+            answers: None,
             ..Self::new(dim)
         }
     }
@@ -145,6 +152,7 @@ impl Codes {
             vectors: false,
             held: Held::with_vectors(false),
             words: None,
+            answers: None,
             ..Self::new(dim)
         }
     }
@@ -159,8 +167,19 @@ impl Codes {
         self.vectors = false;
         self.held.drop_with_vectors();
         self.words = None;
+        self.answers = None;
         self.planes.clear();
         self.scales = Vec::new();
+    }
+
+    /// Holds no row's answered columns (an encrypted store's stay sealed on disk).
+    pub(super) fn drop_answers(&mut self) {
+        self.answers = None;
+    }
+
+    /// Whether rows' answered columns are held (see [`Codes::drop_answers`]).
+    pub(super) fn holds_answers(&self) -> bool {
+        self.answers.is_some()
     }
 
     /// Rows held.
@@ -182,6 +201,9 @@ impl Codes {
         if let Some(words) = &mut self.words {
             words.reserve(rows);
         }
+        if let Some(answers) = &mut self.answers {
+            answers.reserve(rows);
+        }
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
@@ -193,6 +215,9 @@ impl Codes {
         self.held.shrink_to_fit();
         if let Some(words) = &mut self.words {
             words.shrink_to_fit();
+        }
+        if let Some(answers) = &mut self.answers {
+            answers.shrink_to_fit();
         }
         self.by_id.shrink_to_fit(hash_of_id(&self.ids));
         self.by_row.shrink_to_fit(hash_of_row_id(&self.row_ids));
@@ -225,6 +250,12 @@ impl Codes {
         }
         let i = self.index_of(lineage)?;
         self.held.lineage(i).is_none().then_some(i)
+    }
+
+    /// The index of the row of `id` held at `row_id`.
+    pub(super) fn index_of_at(&self, id: &str, row_id: u64) -> Option<usize> {
+        self.index_at(row_id)
+            .filter(|&i| self.ids[i] == HeldId::new(id))
     }
 
     /// The index of the row held at `row_id`.
@@ -280,6 +311,9 @@ impl Codes {
             if let Some(held) = &mut self.words {
                 held.hold(i, &words());
             }
+            if let Some(answers) = &mut self.answers {
+                answers.hold(i, record);
+            }
             return;
         }
         let index = self.ids.len() as u32;
@@ -315,6 +349,9 @@ impl Codes {
         self.held.push(record, entities);
         if let Some(held) = &mut self.words {
             held.hold(index as usize, &words());
+        }
+        if let Some(answers) = &mut self.answers {
+            answers.hold(index as usize, record);
         }
     }
 
@@ -437,9 +474,13 @@ impl Codes {
     }
 
     /// Which sparse columns row `i` fills, and whether it holds the columns held with the
-    /// vectors.
+    /// vectors and the answered ones.
     pub(super) fn filled(&self, i: usize) -> Filled {
-        self.held.filled(i)
+        let filled = self.held.filled(i);
+        match &self.answers {
+            Some(answers) if answers.holds(i) => filled.with_answers(),
+            _ => filled,
+        }
     }
 
     /// Row `i`'s cosine with `query` (of `length`), from its codes and what rounding left:
@@ -480,7 +521,11 @@ impl Codes {
     /// Row `i` as a search answers with it: its ranking values and what else is held of it.
     pub(super) fn answered(&self, i: usize) -> MemoryRecord {
         let namespace = &self.spaces[self.space_of[i] as usize];
-        self.held.answered(i, &self.id(i), namespace)
+        let mut record = self.held.answered(i, &self.id(i), namespace);
+        if let Some(answers) = &self.answers {
+            answers.fill(i, &mut record);
+        }
+        record
     }
 
     /// Bytes allocated (what the vectors' capacities hold, grown or not), for the log and
@@ -499,6 +544,7 @@ impl Codes {
             + lookups
             + self.held.bytes()
             + self.words.as_ref().map_or(0, Words::bytes)
+            + self.answers.as_ref().map_or(0, Answers::bytes)
     }
 }
 

@@ -32,7 +32,8 @@ use codes::Codes;
 
 use super::filter::current;
 use super::held::{
-    known_when_held, with_held, Filled, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS,
+    known_when_held, with_held, Filled, HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS,
+    SPARSE_COLUMNS,
 };
 use super::memories::{Near, Scored, RANKING_COLUMNS};
 use super::schema::{answered_columns, records};
@@ -69,7 +70,8 @@ pub(super) struct Nearest {
 
 /// A write made while the codes were read, applied to them after.
 enum Meanwhile {
-    /// A current row (with its content, for its words) and its entities as stored.
+    /// A current row (with its content and metadata, for its words and answers) and its
+    /// entities as stored.
     Held(Box<MemoryRecord>, Vec<String>),
     Retired(String),
 }
@@ -290,13 +292,10 @@ impl Nearest {
         if self.reading.load(Ordering::Acquire) {
             let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
             meanwhile.extend(closed.iter().map(|id| Meanwhile::Retired(id.to_string())));
-            meanwhile.extend(new.into_iter().map(|(r, entities)| {
-                let slim = MemoryRecord {
-                    metadata: String::new(),
-                    ..r.clone()
-                };
-                Meanwhile::Held(Box::new(slim), entities)
-            }));
+            meanwhile.extend(
+                new.into_iter()
+                    .map(|(r, entities)| Meanwhile::Held(Box::new(r.clone()), entities)),
+            );
         }
     }
 
@@ -448,6 +447,7 @@ impl Store {
     /// held at their row ids are taken without the columns held, which are filled in from
     /// memory (at 100k memories, 10 rows took 1.8 ms rather than 2.7), and without the
     /// sparse columns none of them fills (`held.rs`; 2.4 ms rather than 3.5 in a search).
+    /// Where the codes hold all they answer with (`codes/answers.rs`), nothing is taken.
     pub async fn complete(
         &self,
         candidates: &[(String, Option<u64>)],
@@ -457,7 +457,7 @@ impl Store {
             .nearest
             .held_as(
                 &near,
-                |codes, n| codes.index_at(n.row_id?),
+                |codes, n| codes.index_of_at(&n.id, n.row_id?),
                 |codes, i| (codes.answered(i), codes.filled(i)),
             )
             .unwrap_or_else(|| vec![None; near.len()]);
@@ -482,11 +482,20 @@ impl Store {
                 .map(String::as_str)
                 .filter(|c| !known_when_held(c) && filled.must_read(c))
                 .collect();
-            let with_vectors = filled.holds_with_vectors();
-            for taken in self.take(&at_held, &unknown, false).await? {
-                if let Some(values) = values.remove(&taken.record.id) {
-                    let row = with_held(taken.record, values, with_vectors);
-                    rows.insert(row.id.clone(), row);
+            if unknown.iter().all(|c| *c == "id") {
+                for (id, values) in values {
+                    let unread = MemoryRecord {
+                        id: id.clone(),
+                        ..Default::default()
+                    };
+                    rows.insert(id, with_held(unread, values, filled));
+                }
+            } else {
+                for taken in self.take(&at_held, &unknown, false).await? {
+                    if let Some(values) = values.remove(&taken.record.id) {
+                        let row = with_held(taken.record, values, filled);
+                        rows.insert(row.id.clone(), row);
+                    }
                 }
             }
         }
@@ -617,6 +626,17 @@ impl Store {
             columns.push(self.sealing.text_index().0);
             codes.words_hashed = self.sealing.is_on();
         }
+        if self.sealing.is_on() {
+            codes.drop_answers();
+        }
+        if codes.holds_answers() {
+            let unread: Vec<&str> = HELD_ANSWERS
+                .iter()
+                .copied()
+                .filter(|c| !columns.contains(c))
+                .collect();
+            columns.extend(unread);
+        }
         let query = self
             .memories
             .query()
@@ -690,11 +710,19 @@ mod tests {
         rows[1].event_end = Some(50);
         rows[2].occurred_at = None;
         rows[2].salience = 7.5;
-        // Sparse columns filled in some rows only: the others' are not read.
+        // Sparse columns filled in some rows only: the others' are not read. The answered
+        // columns as the store writes them are held (b has nothing else to read).
+        let factors = mnemo_protocol::understanding::SalienceFactors {
+            novelty: 0.0509215,
+            ..Default::default()
+        };
         for r in &mut rows {
             (r.domain, r.tags, r.faded_at) = (None, Vec::new(), None);
             (r.action, r.outcome, r.duration_ms) = (None, None, None);
+            r.content_hash = crate::store::schema::content_hash(&r.content);
+            r.set_salience_factors(Some(&factors));
         }
+        rows[1].access_count = 4;
         rows[0].tags = vec!["trip".into()];
         rows[0].source = Some("chat".into());
         rows[0].duration_ms = Some(1200);
@@ -746,10 +774,10 @@ mod tests {
             writer.submit(WriteOp::Patch { batch, only_if })
         };
         // Of a sparse column: the rows that held it empty are read whole.
-        let accessed = std::sync::Arc::new(Int64Array::from(vec![Some(77)]));
-        patch_b("last_accessed_at", accessed).await.unwrap();
+        let session = std::sync::Arc::new(StringArray::from(vec![Some("s9")]));
+        patch_b("session_id", session).await.unwrap();
         let completed = store.complete(&b_alone).await.unwrap();
-        assert_eq!(completed["b"].last_accessed_at, Some(77));
+        assert_eq!(completed["b"].session_id.as_deref(), Some("s9"));
         // Of a column held with the vectors, the codes read again first.
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
         let valence = std::sync::Arc::new(Float32Array::from(vec![Some(0.5)]));
@@ -765,6 +793,17 @@ mod tests {
             .collect();
         let completed = store.complete(&b_now).await.unwrap();
         assert_eq!(completed["b"].emotion_valence, Some(0.5));
+        // Of an answered column held, likewise.
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let accesses = std::sync::Arc::new(Int64Array::from(vec![9]));
+        patch_b("access_count", accesses).await.unwrap();
+        let completed = store.complete(&b_now).await.unwrap();
+        assert_eq!(completed["b"].access_count, 9);
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let accessed = std::sync::Arc::new(Int64Array::from(vec![Some(77)]));
+        patch_b("last_accessed_at", accessed).await.unwrap();
+        let completed = store.complete(&b_now).await.unwrap();
+        assert_eq!(completed["b"].last_accessed_at, Some(77));
 
         // Held values gone stale (a bulk change of strength): every column is taken.
         let decay = WriteOp::Update {
@@ -775,6 +814,57 @@ mod tests {
         let completed = store.complete(&wanted).await.unwrap();
         assert_eq!(completed["c"].strength, 0.25);
         assert_eq!(completed["a"], stored["a"]);
+    }
+
+    /// An encrypted store's text stays sealed on disk, not held in memory: its rows are
+    /// taken, and answered opened.
+    #[tokio::test]
+    async fn an_encrypted_stores_codes_hold_no_text_and_its_rows_answer_opened() {
+        use crate::store::{KeySettings, WriteOp};
+        let dir = tempfile::tempdir().unwrap();
+        let key = KeySettings {
+            encrypt: true,
+            key_store: crate::config::KeyStoreKind::File,
+            key_file: dir.path().join("keys/mnemo.key"),
+        };
+        let db = dir.path().join("db");
+        let store = Store::open(&db, 4, "test", &Default::default(), &key)
+            .await
+            .unwrap();
+        let mut rows = vec![row("a", 0), row("b", 1)];
+        rows[1].content = "a walnut tree".into();
+        for r in &mut rows {
+            r.content_hash = store.content_hash(&r.content);
+            r.set_salience_factors(None);
+        }
+        store
+            .writer()
+            .submit(WriteOp::Insert(rows.clone()))
+            .await
+            .unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(2));
+        let holds_answers = |store: &Store| {
+            let codes = store.nearest.codes.read().unwrap();
+            codes.as_ref().unwrap().holds_answers()
+        };
+        assert!(!holds_answers(&store));
+        let found = store
+            .nearest_held(&unit(1), None, 2)
+            .await
+            .unwrap()
+            .unwrap();
+        let wanted: Vec<(String, Option<u64>)> = found
+            .iter()
+            .map(|s| (s.record.id.clone(), s.row_id))
+            .collect();
+        let completed = store.complete(&wanted).await.unwrap();
+        assert_eq!(completed["b"].content, "a walnut tree");
+        assert_eq!(completed["b"].content_hash, rows[1].content_hash);
+        // A plain store holds them.
+        let plain = crate::store::test_store(&dir.path().join("plain")).await;
+        plain.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        assert_eq!(plain.refresh_nearest().await.unwrap(), Some(2));
+        assert!(holds_answers(&plain));
     }
 
     #[tokio::test]
