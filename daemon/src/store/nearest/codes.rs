@@ -806,6 +806,40 @@ mod tests {
     }
 
     #[test]
+    fn a_scan_shared_between_threads_keeps_what_one_thread_keeps() {
+        let dim = 384;
+        let rows = vectors(1000, dim, 17);
+        let mut codes = held_codes(&rows, |i| if i % 4 == 0 { "a" } else { "b" });
+        codes.retire("3");
+        let (query, bias) = scan_query(&rows[9]);
+        let scores = |mut v: Vec<(f32, u32)>| {
+            v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            v
+        };
+        for space in [None, Some(1)] {
+            for limit in [1, 10, 999] {
+                let ask = Ask {
+                    query: &query,
+                    bias,
+                    space,
+                    limit,
+                };
+                let one = scores(scan_portable(&codes, ask));
+                for parts in [2, 3, 7] {
+                    let shared = scores(scan::scan_shared(&codes, ask, parts));
+                    let score_of = |v: &[(f32, u32)]| v.iter().map(|f| f.0).collect::<Vec<_>>();
+                    assert_eq!(
+                        score_of(&shared),
+                        score_of(&one),
+                        "{parts} parts, limit {limit}"
+                    );
+                    assert!(!shared.iter().any(|&(_, i)| i == 3), "a retired row");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_scan_keeps_the_best_scored_rows_whatever_their_order() {
         let dim = 384;
         let rows = vectors(1000, dim, 13);

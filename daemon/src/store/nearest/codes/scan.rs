@@ -1,6 +1,8 @@
 //! The scan of the codes' top bits (`codes.rs`): every row of a namespace scored against
 //! the query, the best kept (as the scan of sign bits keeps them, `signs.rs`).
 
+use std::ops::Range;
+
 use super::{plane_bytes, quantize, Codes, RETIRED};
 
 /// How many rows a scan keeps for each one asked for: the top four bits of each component
@@ -30,22 +32,57 @@ pub(super) struct Ask<'a> {
     pub(super) limit: usize,
 }
 
+/// Rows below which a share of the scan is not worth another thread (spawning one costs
+/// ~50 µs; 32k MiniLM rows take ~0.7 ms on one core of this 2-core EPYC).
+const ROWS_A_THREAD: usize = 32_768;
+
 /// The best rows by approximate score against the query's codes (in no order), by the loop
 /// compiled for the widest vectors the CPU has. The scan streams the top half of every
-/// code from memory once (19 MB at 100k MiniLM rows).
+/// code from memory once (19 MB at 100k MiniLM rows), shared between the cores: the query's
+/// embedding, which has them both, is done by then.
 pub(super) fn scan(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
+    let threads = crate::linalg::threads().min(rows_held(codes) / ROWS_A_THREAD);
+    scan_shared(codes, ask, threads.max(1))
+}
+
+/// The scan in `parts` ranges of rows, each on a thread of its own but the first.
+pub(super) fn scan_shared(codes: &Codes, ask: Ask, parts: usize) -> Vec<(f32, u32)> {
+    let rows = rows_held(codes);
+    if parts <= 1 {
+        return scan_part(codes, ask, 0..rows);
+    }
+    let part = rows.div_ceil(parts);
+    let range = |p: usize| p * part..((p + 1) * part).min(rows);
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..parts)
+            .map(|p| scope.spawn(move || scan_part(codes, ask, range(p))))
+            .collect();
+        let mut best = Best::new(ask.limit);
+        let found = scan_part(codes, ask, range(0)).into_iter();
+        let theirs = others
+            .into_iter()
+            .flat_map(|t| t.join().expect("a share of a scan panicked"));
+        found
+            .chain(theirs)
+            .for_each(|(score, i)| best.offer(score, i));
+        best.into_rows()
+    })
+}
+
+/// The scan of `rows` alone.
+fn scan_part(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has AVX-512 BW (checked just above).
-            return unsafe { scan_avx512(codes, ask) };
+            return unsafe { scan_avx512(codes, ask, rows) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { scan_avx2(codes, ask) };
+            return unsafe { scan_avx2(codes, ask, rows) };
         }
     }
-    scan_portable(codes, ask)
+    scan_rows_portable(codes, ask, rows)
 }
 
 /// The same loop with AVX-512's byte products, 128 half-bytes at a time: `vpmaddubsw`
@@ -54,7 +91,7 @@ pub(super) fn scan(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
 /// loop compiled for AVX-512 took as long as the scan of all eight bits had, ~1.9 ms.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn scan_avx512(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
+unsafe fn scan_avx512(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
     use std::arch::x86_64::*;
     let half = plane_bytes(codes.dim);
     let chunks = half / 64;
@@ -66,7 +103,7 @@ unsafe fn scan_avx512(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
     let low_bits = _mm512_set1_epi8(15);
     let ones = _mm512_set1_epi16(1);
     let tail = chunks * 64;
-    scan_rows(codes, ask, |row| {
+    scan_rows(codes, ask, rows, |row| {
         let mut sums = _mm512_setzero_si512();
         for c in 0..chunks {
             let b = load(row.as_ptr(), c);
@@ -88,7 +125,7 @@ unsafe fn scan_avx512(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
 /// of a search at 100k MiniLM rows (a fifth of the search's time in a profile).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn scan_avx2(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
+unsafe fn scan_avx2(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
     use std::arch::x86_64::*;
     let half = plane_bytes(codes.dim);
     let chunks = half / 32;
@@ -100,7 +137,7 @@ unsafe fn scan_avx2(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
     let low_bits = _mm256_set1_epi8(15);
     let ones = _mm256_set1_epi16(1);
     let tail = chunks * 32;
-    scan_rows(codes, ask, |row| {
+    scan_rows(codes, ask, rows, |row| {
         let mut sums = _mm256_setzero_si256();
         for c in 0..chunks {
             let b = load(row.as_ptr(), c);
@@ -123,34 +160,58 @@ unsafe fn scan_avx2(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
     })
 }
 
-#[inline(always)]
+/// The scan of every row by the portable loop (what the others must score alike).
+#[cfg(test)]
 pub(super) fn scan_portable(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
-    let (first, second) = ask.query.split_at(plane_bytes(codes.dim));
-    scan_rows(codes, ask, |row| tops(row, first, second))
+    scan_rows_portable(codes, ask, 0..rows_held(codes))
 }
 
-/// The rows of `ask`'s namespace scored from their top bits (`tops` of each row's bytes
+/// Rows whose codes are held (retired ones among them).
+fn rows_held(codes: &Codes) -> usize {
+    codes.planes.highs().len() / plane_bytes(codes.dim)
+}
+
+#[inline(always)]
+fn scan_rows_portable(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
+    let (first, second) = ask.query.split_at(plane_bytes(codes.dim));
+    scan_rows(codes, ask, rows, |row| tops(row, first, second))
+}
+
+/// The `rows` of `ask`'s namespace scored from their top bits (`tops` of each row's bytes
 /// gives their product with the query), the best kept.
 #[inline(always)]
-fn scan_rows(codes: &Codes, ask: Ask, tops: impl Fn(&[u8]) -> i32) -> Vec<(f32, u32)> {
-    let rows = codes.planes.highs().chunks_exact(plane_bytes(codes.dim));
-    best_rows(codes, ask.space, ask.limit, rows, |i, row| {
-        (16 * tops(row) - ask.bias) as f32 * codes.scales[i]
-    })
+fn scan_rows(
+    codes: &Codes,
+    ask: Ask,
+    rows: Range<usize>,
+    tops: impl Fn(&[u8]) -> i32,
+) -> Vec<(f32, u32)> {
+    let width = plane_bytes(codes.dim);
+    let first = rows.start;
+    let bytes = &codes.planes.highs()[rows.start * width..rows.end * width];
+    best_rows(
+        codes,
+        ask.space,
+        ask.limit,
+        first,
+        bytes.chunks_exact(width),
+        |i, row| (16 * tops(row) - ask.bias) as f32 * codes.scales[i],
+    )
 }
 
-/// The `limit` best of `rows` (each row's part of a plane, in order) of namespace `space`
-/// (all when None) by `score` (of a row's index and part).
+/// The `limit` best of `rows` (each row's part of a plane, in order from row `first`) of
+/// namespace `space` (all when None) by `score` (of a row's index and part).
 #[inline(always)]
 pub(super) fn best_rows<'a, T: 'a>(
     codes: &Codes,
     space: Option<u32>,
     limit: usize,
+    first: usize,
     rows: impl Iterator<Item = &'a [T]>,
     score: impl Fn(usize, &[T]) -> f32,
 ) -> Vec<(f32, u32)> {
     let mut best = Best::new(limit);
-    for (i, row) in rows.enumerate() {
+    for (i, row) in (first..).zip(rows) {
         let row_space = codes.space_of[i];
         if row_space == RETIRED || space.is_some_and(|s| row_space != s) {
             continue;

@@ -337,7 +337,7 @@ fn two_stages(
     let (signs, magnitudes) = (codes.planes.signs(), codes.planes.magnitudes());
     let scales = codes.planes.sign_scales();
     let rows = signs.chunks_exact(words);
-    let mut found = super::scan::best_rows(codes, space, keep.scanned, rows, |i, row| {
+    let mut found = super::scan::best_rows(codes, space, keep.scanned, 0, rows, |i, row| {
         let (weighed, set) = counts(row);
         query.product(weighed, set) * scales[i]
     });
