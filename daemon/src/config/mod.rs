@@ -189,7 +189,7 @@ pub struct StoreConfig {
     /// Up to this many current memories, their vectors are held in memory at 8 bits a
     /// component (384 bytes each with MiniLM) and scanned whole for a search: at 100k that
     /// is ~40 MB and ~2 ms, where the ANN index took ~12 ms. Their words are held too, for
-    /// the text leg (~17 MB at 100k), and in a plain store what a search answers with of
+    /// the text leg (~11 MB at 100k), and in a plain store what a search answers with of
     /// each (~21 MB at 100k), so its rows need no take from the store. Past it (but see
     /// `vector_signs`), and at 0, searches go through the ANN index and the full-text index.
     pub vectors_in_memory_max_rows: usize,

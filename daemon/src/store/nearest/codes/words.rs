@@ -7,7 +7,12 @@
 //!
 //! A row replaced in place (a new version written under the same id) or retired leaves its
 //! old postings behind until the codes are read again: each row's generation tells a
-//! posting of its words now from one of its words before.
+//! posting of its words now from one of its words before. Those left behind count towards
+//! their term's idf until then.
+//!
+//! Each term's postings lie in bytes, each a varint of its row's distance from the one
+//! before, its count and its generation: 3–4 bytes a posting rather than 8 (the words of
+//! `mnemo bench search`'s 100k memories, 2.2M postings and 100k terms, 16.7 MB → 10.9).
 
 use rustc_hash::FxHashMap;
 
@@ -16,7 +21,7 @@ const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
 /// One row's occurrences of a term.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Posting {
     row: u32,
     /// The row's generation when these words were held (see [`Words::generation`]).
@@ -24,12 +29,73 @@ struct Posting {
     count: u16,
 }
 
+/// A term's postings, encoded one after another (see the module's doc).
+#[derive(Default)]
+struct Postings {
+    bytes: Vec<u8>,
+    len: u32,
+    /// The row of the last posting, which the next one's distance is from.
+    last: u32,
+}
+
+fn push_varint(bytes: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        bytes.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    bytes.push(v as u8);
+}
+
+fn read_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = bytes[*at];
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+impl Postings {
+    fn push(&mut self, p: Posting) {
+        // Rows come in order but for a row replaced in place: a distance back is zigzagged.
+        let distance = i64::from(p.row) - i64::from(self.last);
+        push_varint(&mut self.bytes, ((distance << 1) ^ (distance >> 63)) as u64);
+        push_varint(&mut self.bytes, u64::from(p.count));
+        push_varint(&mut self.bytes, u64::from(p.generation));
+        self.last = p.row;
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Posting> + '_ {
+        let (mut at, mut row) = (0usize, 0i64);
+        std::iter::from_fn(move || {
+            if at == self.bytes.len() {
+                return None;
+            }
+            let zigzag = read_varint(&self.bytes, &mut at);
+            row += (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
+            let count = read_varint(&self.bytes, &mut at) as u16;
+            let generation = read_varint(&self.bytes, &mut at) as u16;
+            Some(Posting {
+                row: row as u32,
+                generation,
+                count,
+            })
+        })
+    }
+}
+
 /// Each held row's words, by term.
 #[derive(Default)]
 pub(super) struct Words {
     term_of: FxHashMap<Box<str>, u32>,
     /// Each term's postings, by term index.
-    postings: Vec<Vec<Posting>>,
+    postings: Vec<Postings>,
     /// Each row's token count; 0 for a row holding no words (or retired).
     lengths: Vec<u32>,
     /// Bumped each time a row's words are replaced: its older postings are skipped.
@@ -46,7 +112,9 @@ impl Words {
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
-        self.postings.iter_mut().for_each(Vec::shrink_to_fit);
+        self.postings
+            .iter_mut()
+            .for_each(|p| p.bytes.shrink_to_fit());
         self.postings.shrink_to_fit();
         self.term_of.shrink_to_fit();
         self.lengths.shrink_to_fit();
@@ -75,7 +143,7 @@ impl Words {
                 None => {
                     let t = self.postings.len() as u32;
                     self.term_of.insert(word.into(), t);
-                    self.postings.push(Vec::new());
+                    self.postings.push(Postings::default());
                     t
                 }
             };
@@ -128,8 +196,8 @@ impl Words {
         let mut touched: Vec<u32> = Vec::new();
         for term in asked {
             let postings = &self.postings[term as usize];
-            let idf = idf(postings.len(), self.rows);
-            for p in postings {
+            let idf = idf(postings.len as usize, self.rows);
+            for p in postings.iter() {
                 let r = p.row as usize;
                 if self.generation[r] != p.generation || self.lengths[r] == 0 {
                     continue;
@@ -162,7 +230,7 @@ impl Words {
         let postings: usize = self
             .postings
             .iter()
-            .map(|p| p.capacity() * size_of::<Posting>() + size_of::<Vec<Posting>>())
+            .map(|p| p.bytes.capacity() + size_of::<Postings>())
             .sum();
         let terms: usize = self.term_of.keys().map(|t| t.len() + 24).sum();
         postings + terms + self.lengths.capacity() * 4 + self.generation.capacity() * 2
@@ -186,6 +254,38 @@ mod tests {
     /// The BM25 score of one row by the formula, for the test to compare with.
     fn bm25(count: f32, length: f32, mean: f32, docs: usize, rows: usize) -> f32 {
         idf(docs, rows) * (K1 + 1.0) * count / (count + K1 * (1.0 - B + B * length / mean))
+    }
+
+    #[test]
+    fn postings_read_back_as_pushed_in_any_row_order() {
+        let pushed = [
+            (0, 0, 1),
+            (1, 0, 3),
+            (200, 1, 1),
+            (70_000, 0, u16::MAX),
+            (5, 2, 2),
+            (u32::MAX, u16::MAX, 1),
+            (0, 0, 1),
+        ]
+        .map(|(row, generation, count)| Posting {
+            row,
+            generation,
+            count,
+        });
+        let mut postings = Postings::default();
+        pushed.iter().for_each(|&p| postings.push(p));
+        assert_eq!(postings.iter().collect::<Vec<_>>(), pushed);
+        assert_eq!(postings.len, 7);
+        // Near rows, counted once, generation 0: three bytes a posting.
+        let mut near = Postings::default();
+        (0..100).for_each(|row| {
+            near.push(Posting {
+                row: row * 3,
+                generation: 0,
+                count: 1,
+            })
+        });
+        assert_eq!(near.bytes.len(), 300);
     }
 
     #[test]
