@@ -16,6 +16,8 @@
 
 use rustc_hash::FxHashMap;
 
+use super::lookup::{key_hash, RowLookup};
+
 /// BM25's term-frequency saturation and length normalisation, as Lance has them.
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
@@ -90,10 +92,62 @@ impl Postings {
     }
 }
 
+/// Each term's text once, end to end, and a lookup of its index by it: a
+/// `HashMap<Box<str>, u32>` took ~60 bytes a term (a box each, and a slot of 24), this ~15
+/// (the bench's 100k memories each name a term of their own).
+#[derive(Default)]
+struct Terms {
+    text: String,
+    /// Where each term's text ends; it starts where the one before ends.
+    ends: Vec<u32>,
+    lookup: RowLookup,
+}
+
+/// Term `t`'s text, of `text` laid out by `ends`.
+fn term_text<'a>(text: &'a str, ends: &[u32], t: u32) -> &'a str {
+    let t = t as usize;
+    let start = t.checked_sub(1).map_or(0, |before| ends[before] as usize);
+    &text[start..ends[t] as usize]
+}
+
+impl Terms {
+    fn find(&self, word: &str) -> Option<u32> {
+        let (text, ends) = (&self.text, &self.ends);
+        self.lookup
+            .find(key_hash(word), |t| term_text(text, ends, t) == word)
+    }
+
+    /// The index of `word`, held from now if it was not.
+    fn index_of(&mut self, word: &str) -> u32 {
+        if let Some(t) = self.find(word) {
+            return t;
+        }
+        let t = self.ends.len() as u32;
+        self.text.push_str(word);
+        self.ends.push(self.text.len() as u32);
+        let (text, ends) = (&self.text, &self.ends);
+        let hash_of = |r| key_hash(term_text(text, ends, r));
+        self.lookup.insert(key_hash(word), t, |_| false, hash_of);
+        t
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        let (text, ends) = (&self.text, &self.ends);
+        self.lookup
+            .shrink_to_fit(|r| key_hash(term_text(text, ends, r)));
+    }
+
+    fn bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() * 4 + self.lookup.bytes()
+    }
+}
+
 /// Each held row's words, by term.
 #[derive(Default)]
 pub(super) struct Words {
-    term_of: FxHashMap<Box<str>, u32>,
+    terms: Terms,
     /// Each term's postings, by term index.
     postings: Vec<Postings>,
     /// Each row's token count; 0 for a row holding no words (or retired).
@@ -116,7 +170,7 @@ impl Words {
             .iter_mut()
             .for_each(|p| p.bytes.shrink_to_fit());
         self.postings.shrink_to_fit();
-        self.term_of.shrink_to_fit();
+        self.terms.shrink_to_fit();
         self.lengths.shrink_to_fit();
         self.generation.shrink_to_fit();
     }
@@ -138,15 +192,10 @@ impl Words {
         }
         let generation = self.generation[row];
         for (word, count) in counts {
-            let term = match self.term_of.get(word) {
-                Some(&t) => t,
-                None => {
-                    let t = self.postings.len() as u32;
-                    self.term_of.insert(word.into(), t);
-                    self.postings.push(Postings::default());
-                    t
-                }
-            };
+            let term = self.terms.index_of(word);
+            if term as usize == self.postings.len() {
+                self.postings.push(Postings::default());
+            }
             self.postings[term as usize].push(Posting {
                 row: row as u32,
                 generation,
@@ -184,10 +233,7 @@ impl Words {
         if self.rows == 0 || limit == 0 {
             return Vec::new();
         }
-        let mut asked: Vec<u32> = terms
-            .iter()
-            .filter_map(|t| self.term_of.get(t.as_str()).copied())
-            .collect();
+        let mut asked: Vec<u32> = terms.iter().filter_map(|t| self.terms.find(t)).collect();
         asked.sort_unstable();
         asked.dedup();
         let rows = self.rows as f32;
@@ -232,7 +278,7 @@ impl Words {
             .iter()
             .map(|p| p.bytes.capacity() + size_of::<Postings>())
             .sum();
-        let terms: usize = self.term_of.keys().map(|t| t.len() + 24).sum();
+        let terms = self.terms.bytes();
         postings + terms + self.lengths.capacity() * 4 + self.generation.capacity() * 2
     }
 }
