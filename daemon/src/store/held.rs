@@ -143,10 +143,10 @@ pub fn staling_held() -> impl Iterator<Item = &'static str> {
         .copied()
 }
 
-/// Whether a held row's `column` is known without reading it: a held column, its namespace
-/// (the codes hold it) or its end of validity (only current rows are held).
+/// Whether a held row's `column` is known without reading it: a held column, its id and
+/// namespace (the codes hold them) or its end of validity (only current rows are held).
 pub fn known_when_held(column: &str) -> bool {
-    HELD_COLUMNS.contains(&column) || matches!(column, "namespace" | "valid_to")
+    HELD_COLUMNS.contains(&column) || matches!(column, "id" | "namespace" | "valid_to")
 }
 
 /// `taken` (a row read without the columns [`known_when_held`], and without the

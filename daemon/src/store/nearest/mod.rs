@@ -482,7 +482,7 @@ impl Store {
                 .map(String::as_str)
                 .filter(|c| !known_when_held(c) && filled.must_read(c))
                 .collect();
-            if unknown.iter().all(|c| *c == "id") {
+            if unknown.is_empty() {
                 for (id, values) in values {
                     let unread = MemoryRecord {
                         id: id.clone(),
@@ -491,7 +491,9 @@ impl Store {
                     rows.insert(id, with_held(unread, values, filled));
                 }
             } else {
-                for taken in self.take(&at_held, &unknown, false).await? {
+                // The id tells the row taken at a row id (see `Store::take`).
+                let columns: Vec<&str> = std::iter::once("id").chain(unknown).collect();
+                for taken in self.take(&at_held, &columns, false).await? {
                     if let Some(values) = values.remove(&taken.record.id) {
                         let row = with_held(taken.record, values, filled);
                         rows.insert(row.id.clone(), row);
