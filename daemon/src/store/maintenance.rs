@@ -912,11 +912,7 @@ pub(super) mod tests {
     #[tokio::test]
     async fn an_encrypted_store_finds_every_memory_by_its_words_and_holds_none() {
         let dir = tempfile::tempdir().unwrap();
-        let key = KeySettings {
-            encrypt: true,
-            key_store: crate::config::KeyStoreKind::File,
-            key_file: dir.path().join("keys/mnemo.key"),
-        };
+        let key = crate::store::test_encrypting(dir.path());
         let db = dir.path().join("db");
         found_through_every_kind_of_write(&db, &key).await;
         for word in ["garden", "tok33x", "note 2"] {

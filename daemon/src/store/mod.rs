@@ -598,6 +598,16 @@ pub async fn test_store(dir: &Path) -> Arc<Store> {
         .expect("test store opens")
 }
 
+/// Settings that encrypt a new store, with its key in a file under `dir`, for tests.
+#[cfg(test)]
+pub fn test_encrypting(dir: &Path) -> KeySettings {
+    KeySettings {
+        encrypt: true,
+        key_store: crate::config::KeyStoreKind::File,
+        key_file: dir.join("keys/mnemo.key"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

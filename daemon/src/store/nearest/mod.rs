@@ -692,6 +692,16 @@ mod tests {
         }
     }
 
+    /// The `limit` nearest `unit(i)` held, by id and row id, as `complete` wants them.
+    async fn nearest_wanted(store: &Store, i: usize, limit: usize) -> Vec<(String, Option<u64>)> {
+        let found = store.nearest_held(&unit(i), None, limit).await.unwrap();
+        found
+            .unwrap()
+            .iter()
+            .map(|s| (s.record.id.clone(), s.row_id))
+            .collect()
+    }
+
     async fn nearest_ids(store: &Store, i: usize, namespace: Option<&str>) -> Vec<String> {
         let found = store.nearest_held(&unit(i), namespace, 10).await.unwrap();
         found.unwrap().into_iter().map(|s| s.record.id).collect()
@@ -740,15 +750,7 @@ mod tests {
         let writer = store.writer();
         writer.submit(WriteOp::Insert(rows.clone())).await.unwrap();
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        let found = store
-            .nearest_held(&unit(0), None, 3)
-            .await
-            .unwrap()
-            .unwrap();
-        let wanted: Vec<(String, Option<u64>)> = found
-            .iter()
-            .map(|s| (s.record.id.clone(), s.row_id))
-            .collect();
+        let wanted = nearest_wanted(&store, 0, 3).await;
         assert!(wanted.iter().all(|(_, row_id)| row_id.is_some()));
         let near = near_of(&wanted);
         let answered = answered_columns(&store.schema);
@@ -822,13 +824,9 @@ mod tests {
     /// taken, and answered opened.
     #[tokio::test]
     async fn an_encrypted_stores_codes_hold_no_text_and_its_rows_answer_opened() {
-        use crate::store::{KeySettings, WriteOp};
+        use crate::store::WriteOp;
         let dir = tempfile::tempdir().unwrap();
-        let key = KeySettings {
-            encrypt: true,
-            key_store: crate::config::KeyStoreKind::File,
-            key_file: dir.path().join("keys/mnemo.key"),
-        };
+        let key = crate::store::test_encrypting(dir.path());
         let db = dir.path().join("db");
         let store = Store::open(&db, 4, "test", &Default::default(), &key)
             .await
@@ -850,15 +848,7 @@ mod tests {
             codes.as_ref().unwrap().holds_answers()
         };
         assert!(!holds_answers(&store));
-        let found = store
-            .nearest_held(&unit(1), None, 2)
-            .await
-            .unwrap()
-            .unwrap();
-        let wanted: Vec<(String, Option<u64>)> = found
-            .iter()
-            .map(|s| (s.record.id.clone(), s.row_id))
-            .collect();
+        let wanted = nearest_wanted(&store, 1, 2).await;
         let completed = store.complete(&wanted).await.unwrap();
         assert_eq!(completed["b"].content, "a walnut tree");
         assert_eq!(completed["b"].content_hash, rows[1].content_hash);
