@@ -1,15 +1,20 @@
-//! Coalesces embedding requests: texts from concurrent callers queue, a dispatcher takes as
-//! many as fit one batch and hands it to one of `workers` threads of its own.
+//! Coalesces embedding requests: texts from concurrent callers queue, and a free worker (a
+//! thread of its own) takes as many as fit one batch.
 //!
 //! Its own threads, not Tokio's blocking pool: each thread that multiplies keeps buffers
 //! (gemm's packing space, the model's band of weights in f32; ~1.5 MB), and on the pool a
 //! search bench at 100k memories had spread them over 38 threads, 59 MB.
+//!
+//! The queue is handed to the workers directly, not through a task on the runtime: a task
+//! woken by a search waited in that search's worker slot until the search's own text leg
+//! (~1 ms of CPU) yielded, which delayed every query's embedding by that much.
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::oneshot;
 
 use super::{EmbedError, Embedder};
 
@@ -20,39 +25,87 @@ struct Job {
     reply: Reply,
 }
 
-/// Jobs embedded together, and the worker's slot they hold until done.
-struct Batch {
-    jobs: Vec<Job>,
-    slot: OwnedSemaphorePermit,
+/// Jobs waiting for a worker, and whether the service is gone.
+#[derive(Default)]
+struct Queue {
+    waiting: Mutex<Waiting>,
+    arrived: Condvar,
+}
+
+#[derive(Default)]
+struct Waiting {
+    jobs: VecDeque<Job>,
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next jobs to embed together: the oldest, and those after it while they fit one
+    /// batch. None once the service is gone.
+    fn take(&self, batch_size: usize) -> Option<Vec<Job>> {
+        let mut waiting = self.lock();
+        loop {
+            if let Some(first) = waiting.jobs.pop_front() {
+                let mut count = first.texts.len();
+                let mut batch = vec![first];
+                while let Some(next) = waiting.jobs.front() {
+                    if count + next.texts.len() > batch_size {
+                        break;
+                    }
+                    count += next.texts.len();
+                    batch.extend(waiting.jobs.pop_front());
+                }
+                return Some(batch);
+            }
+            if waiting.closed {
+                return None;
+            }
+            waiting = self
+                .arrived
+                .wait(waiting)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Held by every handle to the service: the last one dropped lets the workers end.
+struct Closer(Arc<Queue>);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.arrived.notify_all();
+    }
 }
 
 #[derive(Clone)]
 pub struct EmbedService {
     embedder: Arc<dyn Embedder>,
-    queue: mpsc::Sender<Job>,
+    queue: Arc<Queue>,
+    _closer: Arc<Closer>,
     pending: Arc<AtomicUsize>,
 }
 
 impl EmbedService {
-    /// Starts the workers, and the dispatcher on the current runtime.
+    /// Starts `workers` threads, each embedding up to `batch_size` texts at a time.
     pub fn start(
         embedder: Arc<dyn Embedder>,
         batch_size: usize,
         workers: usize,
     ) -> std::io::Result<Self> {
-        let (queue, jobs) = mpsc::channel(1024);
-        let (to_workers, batches) = std::sync::mpsc::channel();
-        let batches = Arc::new(Mutex::new(batches));
-        let workers = workers.max(1);
-        for n in 0..workers {
-            let (embedder, batches) = (embedder.clone(), batches.clone());
+        let queue = Arc::new(Queue::default());
+        for n in 0..workers.max(1) {
+            let (embedder, queue) = (embedder.clone(), queue.clone());
             std::thread::Builder::new()
                 .name(format!("mnemo-embed-{n}"))
-                .spawn(move || work(embedder.as_ref(), &batches))?;
+                .spawn(move || work(embedder.as_ref(), &queue, batch_size.max(1)))?;
         }
-        tokio::spawn(dispatch(jobs, to_workers, batch_size, workers));
         Ok(Self {
             embedder,
+            _closer: Arc::new(Closer(queue.clone())),
             queue,
             pending: Arc::new(AtomicUsize::new(0)),
         })
@@ -83,10 +136,8 @@ impl EmbedService {
         // Counted until the texts are answered, whichever way: embedded, failed, or the
         // batch's worker gone (a panic drops the reply, and this guard with the caller).
         let _pending = Pending::add(&self.pending, texts.len());
-        self.queue
-            .send(Job { texts, reply })
-            .await
-            .map_err(|_| EmbedError::Stopped)?;
+        self.queue.lock().jobs.push_back(Job { texts, reply });
+        self.queue.arrived.notify_one();
         answer.await.map_err(|_| EmbedError::Stopped)?
     }
 
@@ -114,43 +165,9 @@ impl Drop for Pending<'_> {
     }
 }
 
-async fn dispatch(
-    mut jobs: mpsc::Receiver<Job>,
-    to_workers: std::sync::mpsc::Sender<Batch>,
-    batch_size: usize,
-    workers: usize,
-) {
-    let slots = Arc::new(Semaphore::new(workers));
-    while let Some(first) = jobs.recv().await {
-        // Waiting for a free worker lets more jobs queue, to join this batch.
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            break;
-        };
-        // Take whatever else has queued meanwhile, up to a batch.
-        let mut batch = vec![first];
-        let mut count = batch[0].texts.len();
-        while count < batch_size {
-            match jobs.try_recv() {
-                Ok(job) => {
-                    count += job.texts.len();
-                    batch.push(job);
-                }
-                Err(_) => break,
-            }
-        }
-        if to_workers.send(Batch { jobs: batch, slot }).is_err() {
-            break;
-        }
-    }
-}
-
-/// A worker: embeds batches until the dispatcher is gone.
-fn work(embedder: &dyn Embedder, batches: &Mutex<std::sync::mpsc::Receiver<Batch>>) {
-    loop {
-        let next = batches.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        let Ok(Batch { jobs, slot }) = next else {
-            return;
-        };
+/// A worker: embeds batches until the service is gone.
+fn work(embedder: &dyn Embedder, queue: &Queue, batch_size: usize) {
+    while let Some(jobs) = queue.take(batch_size) {
         let texts: Vec<&str> = jobs
             .iter()
             .flat_map(|j| j.texts.iter().map(String::as_str))
@@ -159,7 +176,6 @@ fn work(embedder: &dyn Embedder, batches: &Mutex<std::sync::mpsc::Receiver<Batch
         // not the worker.
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| embedder.embed(&texts)));
         drop(texts);
-        drop(slot);
         match result {
             Ok(Ok(mut vectors)) => {
                 for job in jobs.into_iter().rev() {
@@ -197,6 +213,33 @@ mod tests {
             assert_eq!(vectors, embedder.embed(&refs).unwrap());
         }
         assert_eq!(service.pending(), 0);
+    }
+
+    fn job(texts: usize) -> Job {
+        Job {
+            texts: (0..texts).map(|i| i.to_string()).collect(),
+            reply: oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn a_worker_takes_the_queued_jobs_that_fit_one_batch_then_ends_when_closed() {
+        let queue = Queue::default();
+        queue
+            .lock()
+            .jobs
+            .extend([job(3), job(3), job(3), job(9), job(1)]);
+        let sizes = |jobs: Vec<Job>| jobs.iter().map(|j| j.texts.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(queue.take(8).unwrap()), [3, 3]);
+        assert_eq!(sizes(queue.take(8).unwrap()), [3]);
+        // A job larger than a batch goes alone, whole.
+        assert_eq!(sizes(queue.take(8).unwrap()), [9]);
+        let closer = Closer(Arc::new(queue));
+        let queue = closer.0.clone();
+        drop(closer);
+        // What was queued before the close is still embedded.
+        assert_eq!(sizes(queue.take(8).unwrap()), [1]);
+        assert!(queue.take(8).is_none());
     }
 
     /// Panics on every text: a worker that dies must not leave texts counted as pending.
