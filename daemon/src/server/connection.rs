@@ -126,9 +126,7 @@ pub async fn serve(stream: Stream, engine: Arc<State>, router: Arc<Router>, trac
                         request_bytes,
                     )
                     .await;
-                    if let Some(reply) = reply {
-                        let line = reply.to_string();
-                        drop(reply);
+                    if let Some(line) = reply {
                         let mut held = vec![turn];
                         held.extend(budget.bytes(line.len()).await);
                         let _ = replies.send(Outgoing { line, held }).await;

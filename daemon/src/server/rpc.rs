@@ -17,8 +17,9 @@ use super::subscriptions::Subscriptions;
 /// Most calls in one batch.
 pub const MAX_BATCH: usize = 256;
 
-/// Answers one frame; `None` when nothing is to be sent (only notifications). The frame's
-/// bytes, and the budget `frame_bytes` holds for them, are let go as soon as it is parsed.
+/// Answers one frame, as the line to send; `None` when nothing is to be sent (only
+/// notifications). The frame's bytes, and the budget `frame_bytes` holds for them, are let
+/// go as soon as it is parsed.
 pub async fn handle_frame(
     router: &Router,
     engine: &Arc<State>,
@@ -26,7 +27,7 @@ pub async fn handle_frame(
     budget: &Budget,
     frame: Vec<u8>,
     frame_bytes: Option<OwnedSemaphorePermit>,
-) -> Option<Value> {
+) -> Option<String> {
     let parsed = serde_json::from_slice::<Value>(&frame);
     drop(frame);
     drop(frame_bytes);
@@ -52,7 +53,7 @@ pub async fn handle_frame(
             )),
         ))),
         Value::Array(items) => {
-            let replies: Vec<Value> = join_all(
+            let replies: Vec<String> = join_all(
                 items
                     .into_iter()
                     .map(|item| handle_one(router, engine, subscriptions, budget, item)),
@@ -62,7 +63,7 @@ pub async fn handle_frame(
             .flatten()
             .map(reply)
             .collect();
-            (!replies.is_empty()).then_some(Value::Array(replies))
+            (!replies.is_empty()).then(|| format!("[{}]", replies.join(",")))
         }
         single => handle_one(router, engine, subscriptions, budget, single)
             .await
@@ -70,8 +71,13 @@ pub async fn handle_frame(
     }
 }
 
-fn reply(response: Response) -> Value {
-    serde_json::to_value(response).unwrap_or(Value::Null)
+/// The reply's line, written from the response as it is (not through a `Value`, a copy of a
+/// search's whole answer).
+fn reply(response: Response) -> String {
+    serde_json::to_string(&response).unwrap_or_else(|e| {
+        let error = RpcError::internal(format!("the reply could not be written as JSON: {e}"));
+        serde_json::to_string(&Response::err(Id::Null, error)).unwrap_or_default()
+    })
 }
 
 async fn handle_one(
