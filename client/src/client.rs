@@ -50,13 +50,17 @@ pub struct Client {
     events: std::collections::VecDeque<EventParams>,
 }
 
-/// An `event` notification, or `None` for any other line (a reply).
-fn parse_event(line: &str) -> Option<EventParams> {
-    let value: Value = serde_json::from_str(line).ok()?;
-    if value.get("id").is_some() || value.get("method")?.as_str()? != EVENT {
+/// An `event` notification, or `None` for any other message (a reply). Each line is parsed
+/// once: a reply is read into its `Response` from the same value.
+fn parse_event(message: &Value) -> Option<EventParams> {
+    if message.get("id").is_some() || message.get("method")?.as_str()? != EVENT {
         return None;
     }
-    serde_json::from_value(value.get("params")?.clone()).ok()
+    serde_json::from_value(message.get("params")?.clone()).ok()
+}
+
+fn parse_message(line: &str) -> Result<Value, ClientError> {
+    serde_json::from_str(line).map_err(|e| ClientError::Protocol(e.to_string()))
 }
 
 /// Checks, before a byte is sent, that the process answering runs as this user: a socket
@@ -118,14 +122,14 @@ impl Client {
             serde_json::to_string(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
         self.send_line(&line).await?;
         let reply = loop {
-            let line = self.recv_line().await?;
-            match parse_event(&line) {
+            let message = parse_message(&self.recv_line().await?)?;
+            match parse_event(&message) {
                 Some(event) => self.events.push_back(event),
-                None => break line,
+                None => break message,
             }
         };
         let response: Response =
-            serde_json::from_str(&reply).map_err(|e| ClientError::Protocol(e.to_string()))?;
+            serde_json::from_value(reply).map_err(|e| ClientError::Protocol(e.to_string()))?;
         if response.id != Id::Num(id) {
             return Err(ClientError::Protocol(format!(
                 "reply to id {:?} while waiting for {id}",
@@ -148,7 +152,10 @@ impl Client {
         }
         loop {
             let line = self.recv_line().await?;
-            if let Some(event) = parse_event(&line) {
+            let event = serde_json::from_str(&line)
+                .ok()
+                .and_then(|m| parse_event(&m));
+            if let Some(event) = event {
                 return Ok(event);
             }
             // A stray reply (its request timed out on our side): nothing waits for it.
