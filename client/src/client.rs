@@ -152,9 +152,7 @@ impl Client {
         }
         loop {
             let line = self.recv_line().await?;
-            let event = serde_json::from_str(&line)
-                .ok()
-                .and_then(|m| parse_event(&m));
+            let event = parse_message(&line).ok().and_then(|m| parse_event(&m));
             if let Some(event) = event {
                 return Ok(event);
             }

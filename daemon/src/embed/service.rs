@@ -71,10 +71,18 @@ impl Queue {
     }
 }
 
-/// Held by every handle to the service: the last one dropped lets the workers end.
-struct Closer(Arc<Queue>);
+/// The queue as the service's handles share it: jobs go in through it, and the last handle
+/// dropped lets the workers end.
+struct Submitter(Arc<Queue>);
 
-impl Drop for Closer {
+impl Submitter {
+    fn push(&self, job: Job) {
+        self.0.lock().jobs.push_back(job);
+        self.0.arrived.notify_one();
+    }
+}
+
+impl Drop for Submitter {
     fn drop(&mut self) {
         self.0.lock().closed = true;
         self.0.arrived.notify_all();
@@ -84,8 +92,7 @@ impl Drop for Closer {
 #[derive(Clone)]
 pub struct EmbedService {
     embedder: Arc<dyn Embedder>,
-    queue: Arc<Queue>,
-    _closer: Arc<Closer>,
+    queue: Arc<Submitter>,
     pending: Arc<AtomicUsize>,
 }
 
@@ -105,8 +112,7 @@ impl EmbedService {
         }
         Ok(Self {
             embedder,
-            _closer: Arc::new(Closer(queue.clone())),
-            queue,
+            queue: Arc::new(Submitter(queue)),
             pending: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -136,8 +142,7 @@ impl EmbedService {
         // Counted until the texts are answered, whichever way: embedded, failed, or the
         // batch's worker gone (a panic drops the reply, and this guard with the caller).
         let _pending = Pending::add(&self.pending, texts.len());
-        self.queue.lock().jobs.push_back(Job { texts, reply });
-        self.queue.arrived.notify_one();
+        self.queue.push(Job { texts, reply });
         answer.await.map_err(|_| EmbedError::Stopped)?
     }
 
@@ -234,9 +239,9 @@ mod tests {
         assert_eq!(sizes(queue.take(8).unwrap()), [3]);
         // A job larger than a batch goes alone, whole.
         assert_eq!(sizes(queue.take(8).unwrap()), [9]);
-        let closer = Closer(Arc::new(queue));
-        let queue = closer.0.clone();
-        drop(closer);
+        let submitter = Submitter(Arc::new(queue));
+        let queue = submitter.0.clone();
+        drop(submitter);
         // What was queued before the close is still embedded.
         assert_eq!(sizes(queue.take(8).unwrap()), [1]);
         assert!(queue.take(8).is_none());
