@@ -30,11 +30,15 @@ pub(super) fn product(
         assert!(rows == 0 || dst.len() >= (rows - 1) * dst_row + cols);
         for first in (0..cols).step_by(PANEL) {
             let panel = &panels[first * inp..][..inp * PANEL];
+            // The panel after this one (past the slice for the last: a prefetch of an
+            // address never faults), asked for while this one is multiplied.
+            let ahead = panel.as_ptr().wrapping_add(inp * PANEL);
             for row in (0..rows).step_by(TILE_ROWS) {
                 let at = Tile {
                     row,
                     first,
                     dst_row,
+                    ahead,
                 };
                 // SAFETY: the CPU has AVX2, FMA and F16C (checked above); the tile reads
                 // rows row..row+R of x and the panel's inp × 16 halves, and writes those
@@ -58,6 +62,14 @@ pub(super) fn product(
     false
 }
 
+/// Whether [`product`] can run here (for columns that are whole panels).
+pub(super) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return has_avx2_fma_f16c();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Whether the kernel can run here; asked once, as it is asked for every band of every layer.
 #[cfg(target_arch = "x86_64")]
 fn has_avx2_fma_f16c() -> bool {
@@ -76,6 +88,7 @@ struct Tile {
     row: usize,
     first: usize,
     dst_row: usize,
+    ahead: *const half::f16,
 }
 
 /// Rows `at.row..at.row + R` by one panel: each input's 16 weights widened once and
@@ -91,7 +104,7 @@ unsafe fn tile<const R: usize>(
 ) {
     use std::arch::x86_64::{
         __m128i, __m256, _mm256_cvtph_ps, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_setzero_ps,
-        _mm256_storeu_ps, _mm_loadu_si128,
+        _mm256_storeu_ps, _mm_loadu_si128, _mm_prefetch, _MM_HINT_T1,
     };
     let mut acc: [[__m256; 2]; R] = [[_mm256_setzero_ps(); 2]; R];
     let w = panel.as_ptr().cast::<__m128i>();
@@ -102,6 +115,7 @@ unsafe fn tile<const R: usize>(
         unsafe {
             let lo = _mm256_cvtph_ps(_mm_loadu_si128(w.add(2 * k)));
             let hi = _mm256_cvtph_ps(_mm_loadu_si128(w.add(2 * k + 1)));
+            _mm_prefetch::<_MM_HINT_T1>(at.ahead.wrapping_add(PANEL * k).cast());
             for (r, acc) in acc.iter_mut().enumerate() {
                 let v = _mm256_set1_ps(*xs.add(r * inp + k));
                 acc[0] = _mm256_fmadd_ps(v, lo, acc[0]);

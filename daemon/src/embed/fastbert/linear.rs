@@ -24,8 +24,8 @@ pub(super) struct Linear {
     b: Vec<f32>,
     inp: usize,
     out: usize,
-    /// Columns of a band: what a batch's product widens at a time, and a query's threads
-    /// share out. A whole number of panels.
+    /// Columns of a band: what a batch's product widens at a time (and a query's threads
+    /// share out where gemm multiplies it). A whole number of panels.
     width: usize,
 }
 
@@ -39,7 +39,7 @@ const BAND: usize = 1 << 17;
 const BAND_COLUMNS: usize = 64;
 
 /// Rows a product needs before its rows are split between threads (each then widens every
-/// band for its own rows); fewer rows split the bands instead, and are multiplied from the
+/// band for its own rows); fewer rows split the columns instead, and are multiplied from the
 /// 16-bit panels where the CPU allows.
 const ROWS_TO_SPLIT: usize = 64;
 
@@ -90,18 +90,20 @@ impl Linear {
                     self.every_band(x, y);
                     self.add_bias(y);
                 });
-        } else if threads > 1 && out > self.width {
-            let bands: Vec<(usize, Vec<f32>)> = (0..out.div_ceil(self.width))
+        } else if threads > 1 && out > self.query_share(rows, threads) {
+            let share = self.query_share(rows, threads);
+            let parts: Vec<(usize, Vec<f32>)> = (0..out.div_ceil(share))
                 .into_par_iter()
-                .map(|band| {
-                    let start = band * self.width;
-                    let mut part = vec![0.0; rows * self.cols(start)];
-                    self.band_product(start, x, &mut part, self.cols(start));
-                    (start, part)
+                .map(|part| {
+                    let start = part * share;
+                    let cols = share.min(out - start);
+                    let mut product = vec![0.0; rows * cols];
+                    self.columns_product(start, cols, x, &mut product, cols);
+                    (start, product)
                 })
                 .collect();
-            for (start, part) in bands {
-                let cols = self.cols(start);
+            for (start, part) in parts {
+                let cols = part.len() / rows;
                 for (row, part) in y.chunks_exact_mut(out).zip(part.chunks_exact(cols)) {
                     row[start..][..cols].copy_from_slice(part);
                 }
@@ -121,25 +123,39 @@ impl Linear {
         }
     }
 
-    /// Columns of the band from column `start` (the last may be narrower).
-    fn cols(&self, start: usize) -> usize {
-        self.width.min(self.out - start)
+    /// Columns each thread takes of a product of a few rows: an equal share of whole panels
+    /// where they are multiplied from the 16-bit panels (the bands' 320 columns left one
+    /// thread 320 of a 384-column layer's and the other 64; as a whole a query's layers
+    /// waited on the busier thread for 58 % of their work rather than half), else a band.
+    fn query_share(&self, rows: usize, threads: usize) -> usize {
+        if rows < ROWS_TO_SPLIT && !gemm_is_wider() && fused::available() {
+            self.out.div_ceil(threads).next_multiple_of(PANEL)
+        } else {
+            self.width
+        }
     }
 
     /// `y = x · Wᵀ`, band after band on this thread (y's rows `out` apart).
     fn every_band(&self, x: &[f32], y: &mut [f32]) {
         for start in (0..self.out).step_by(self.width) {
-            self.band_product(start, x, &mut y[start..], self.out);
+            let cols = self.width.min(self.out - start);
+            self.columns_product(start, cols, x, &mut y[start..], self.out);
         }
     }
 
-    /// `dst = x · (the band of columns from start)`, dst's rows `dst_row` apart, on this
-    /// thread.
-    fn band_product(&self, start: usize, x: &[f32], dst: &mut [f32], dst_row: usize) {
+    /// `dst = x ·` the `cols` columns of W from column `start`, dst's rows `dst_row` apart,
+    /// on this thread. `start` is a whole number of panels, and so is `cols` unless it ends W.
+    fn columns_product(
+        &self,
+        start: usize,
+        cols: usize,
+        x: &[f32],
+        dst: &mut [f32],
+        dst_row: usize,
+    ) {
         let inp = self.inp;
         let rows = x.len() / inp;
-        let cols = self.cols(start);
-        // The band's panels, one after another (all before the last are whole).
+        // The columns' panels, one after another (all before the last are whole).
         let panels = &self.w[start * inp..][..inp * cols];
         if rows < ROWS_TO_SPLIT
             && !gemm_is_wider()
