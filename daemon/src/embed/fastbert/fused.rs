@@ -81,8 +81,11 @@ fn has_avx2_fma_f16c() -> bool {
     })
 }
 
-/// Where a tile lies: its first row of x and dst, its panel's first column in dst, and
-/// dst's row length.
+/// Where a tile lies: its first row of x and dst, its panel's first column in dst, dst's
+/// row length, and the panel after its own (only prefetched: each core reads a query's
+/// weights from memory at ~6 GB/s here, and the hardware prefetcher stops at each 4 KB page,
+/// so without it a query's first tile of a panel waited on memory; one query on one core
+/// 7.0 → 5.0 ms).
 #[derive(Clone, Copy)]
 struct Tile {
     row: usize,
