@@ -77,11 +77,12 @@ impl Linear {
     }
 
     /// `y = x·Wᵀ + b` for `rows` rows of x, on up to `threads` threads: a batch's rows are
-    /// shared out, a query's few rows have its bands shared out. `y` is resized to the rows
+    /// shared out, a query's few rows have its columns shared out. `y` is resized to the rows
     /// and wholly overwritten.
     pub(super) fn forward(&self, x: &[f32], rows: usize, threads: usize, y: &mut Vec<f32>) {
         let (inp, out) = (self.inp, self.out);
         y.resize(rows * out, 0.0);
+        let columns_share = self.query_share(rows, threads);
         if threads > 1 && rows >= ROWS_TO_SPLIT {
             let share = rows.div_ceil(threads);
             y.par_chunks_mut(share * out)
@@ -90,20 +91,20 @@ impl Linear {
                     self.every_band(x, y);
                     self.add_bias(y);
                 });
-        } else if threads > 1 && out > self.query_share(rows, threads) {
-            let share = self.query_share(rows, threads);
+        } else if threads > 1 && out > columns_share {
+            let share = columns_share;
+            let cols = |start: usize| share.min(out - start);
             let parts: Vec<(usize, Vec<f32>)> = (0..out.div_ceil(share))
                 .into_par_iter()
                 .map(|part| {
                     let start = part * share;
-                    let cols = share.min(out - start);
-                    let mut product = vec![0.0; rows * cols];
-                    self.columns_product(start, cols, x, &mut product, cols);
+                    let mut product = vec![0.0; rows * cols(start)];
+                    self.columns_product(start, cols(start), x, &mut product, cols(start));
                     (start, product)
                 })
                 .collect();
             for (start, part) in parts {
-                let cols = part.len() / rows;
+                let cols = cols(start);
                 for (row, part) in y.chunks_exact_mut(out).zip(part.chunks_exact(cols)) {
                     row[start..][..cols].copy_from_slice(part);
                 }
@@ -128,7 +129,7 @@ impl Linear {
     /// thread 320 of a 384-column layer's and the other 64; as a whole a query's layers
     /// waited on the busier thread for 58 % of their work rather than half), else a band.
     fn query_share(&self, rows: usize, threads: usize) -> usize {
-        if rows < ROWS_TO_SPLIT && !gemm_is_wider() && fused::available() {
+        if from_panels(rows) && fused::available() {
             self.out.div_ceil(threads).next_multiple_of(PANEL)
         } else {
             self.width
@@ -157,10 +158,7 @@ impl Linear {
         let rows = x.len() / inp;
         // The columns' panels, one after another (all before the last are whole).
         let panels = &self.w[start * inp..][..inp * cols];
-        if rows < ROWS_TO_SPLIT
-            && !gemm_is_wider()
-            && fused::product(x, inp, panels, cols, dst, dst_row)
-        {
+        if from_panels(rows) && fused::product(x, inp, panels, cols, dst, dst_row) {
             return;
         }
         BAND_F32.with_borrow_mut(|band| {
@@ -181,6 +179,12 @@ impl Linear {
             );
         });
     }
+}
+
+/// Whether a product of `rows` rows is multiplied straight from the 16-bit panels (by
+/// [`fused::product`], where the CPU has it) rather than from a band widened for gemm.
+fn from_panels(rows: usize) -> bool {
+    rows < ROWS_TO_SPLIT && !gemm_is_wider()
 }
 
 /// Whether gemm has AVX-512 kernels here, twice the fused kernel's width: a query's
