@@ -3,28 +3,13 @@
 //! into the memories' indexes, and the ANN index is built once the table is large enough.
 //! A table is one unit; the cursor names the next one, so a resume skips those done.
 
-use std::path::Path;
-
 use lancedb::Table;
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 
+use crate::store::versions::disk_bytes_off_reactor;
+
 use super::pace::{Pace, Stop};
 use super::{bump, save_cursor};
-
-/// Bytes of every file under `dir`: what the database takes on disk.
-pub fn disk_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => disk_bytes(&e.path()),
-            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
-            Err(_) => 0,
-        })
-        .sum()
-}
 
 async fn fragments(table: &Table) -> Result<(u64, u64), lancedb::Error> {
     let stats = table.stats().await?;
@@ -89,27 +74,4 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         disk_bytes_off_reactor(&db_dir).await,
     );
     Ok(())
-}
-
-/// [`disk_bytes`] on the blocking pool: a directory walk must not hold a reactor thread.
-async fn disk_bytes_off_reactor(dir: &Path) -> u64 {
-    let dir = dir.to_path_buf();
-    tokio::task::spawn_blocking(move || disk_bytes(&dir))
-        .await
-        .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn disk_bytes_sums_nested_files() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a"), [0u8; 10]).unwrap();
-        std::fs::create_dir(dir.path().join("d")).unwrap();
-        std::fs::write(dir.path().join("d/b"), [0u8; 5]).unwrap();
-        assert_eq!(disk_bytes(dir.path()), 15);
-        assert_eq!(disk_bytes(&dir.path().join("missing")), 0);
-    }
 }

@@ -22,6 +22,7 @@ use crate::shutdown::Shutdown;
 
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
+use super::versions::VersionBound;
 use super::writer::{Fold, FOLD_AFTER_ROWS, SCALAR_INDEXES};
 /// Small fragments (one per small commit) past which maintenance compacts them; reads and
 /// commits slow down with every fragment.
@@ -433,7 +434,8 @@ async fn unindexed_rows(table: &Table) -> Result<usize, StoreError> {
 /// (forgets close together share one). A purge still pending at shutdown runs then.
 /// Every hour the memories' versions older than `memory_versions_kept` are pruned too:
 /// consolidation prunes them while idle, but a store that is never idle would otherwise keep
-/// every index file each fold replaced (42 GB of them loading 1M memories).
+/// every index file each fold replaced (42 GB of them loading 1M memories). Each pass
+/// prunes sooner the tables whose old versions outgrew them ([`VersionBound`]).
 pub async fn run(
     store: Arc<Store>,
     memory_versions_kept: Duration,
@@ -500,6 +502,15 @@ pub async fn run(
                 match store.tidy_bookkeeping(older_than).await {
                     Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
                     Err(e) => tracing::warn!("tidying the bookkeeping tables failed: {e}"),
+                }
+                // After the values held for searches were read again above: they point
+                // into the files the current version uses.
+                match store.bound_old_versions(VersionBound::default()).await {
+                    Ok(pruned) if !pruned.is_empty() => {
+                        publish(&events, "pruned old versions that outgrew their tables")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("pruning old versions for disk failed: {e}"),
                 }
                 // What a pass, a fold or a large read freed goes back to the system.
                 crate::process::release_freed_memory();

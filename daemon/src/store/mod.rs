@@ -28,6 +28,7 @@ pub mod stats;
 pub mod summaries;
 pub mod system;
 mod tables;
+pub mod versions;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
