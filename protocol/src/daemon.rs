@@ -246,6 +246,9 @@ pub struct ReembedStatus {
 pub struct MemoryCounts {
     pub total: u64,
     pub by_kind: std::collections::BTreeMap<String, u64>,
+    /// Current memories in each namespace (an older mnemod did not send them).
+    #[serde(default)]
+    pub by_namespace: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
-//! Current memories by kind, kept in memory and changed by the writer as it commits, so
+//! Current memories by kind and by namespace, kept in memory and changed by the writer as it commits, so
 //! `daemon.status` (which the dashboard asks every 2 s) never scans the table.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use lancedb::Table;
@@ -28,36 +29,40 @@ impl Counts {
         self.lock().total
     }
 
-    fn change(&self, kind: &str, by: i64) {
-        let mut counts = self.lock();
-        let entry = counts.by_kind.entry(kind.to_string()).or_default();
-        *entry = entry.saturating_add_signed(by);
-        if *entry == 0 {
-            counts.by_kind.remove(kind);
+    /// Counts `row` `by` more (1 or -1).
+    fn change(counts: &mut MemoryCounts, row: &MemoryRecord, by: i64) {
+        fn bump(map: &mut BTreeMap<String, u64>, key: &str, by: i64) {
+            let entry = map.entry(key.to_string()).or_default();
+            *entry = entry.saturating_add_signed(by);
+            if *entry == 0 {
+                map.remove(key);
+            }
         }
+        bump(&mut counts.by_kind, row.kind.as_str(), by);
+        bump(&mut counts.by_namespace, &row.namespace, by);
         counts.total = counts.total.saturating_add_signed(by);
     }
 
     /// New rows committed; the current ones count.
     pub fn added(&self, rows: &[MemoryRecord]) {
+        let mut counts = self.lock();
         for r in rows.iter().filter(|r| r.valid_to.is_none()) {
-            self.change(r.kind.as_str(), 1);
+            Self::change(&mut counts, r, 1);
         }
     }
 
     /// A current version closed and its successor added.
     pub fn superseded(&self, old: &MemoryRecord, new: &MemoryRecord) {
-        self.change(old.kind.as_str(), -1);
+        Self::change(&mut self.lock(), old, -1);
         self.added(std::slice::from_ref(new));
     }
 
     /// Counts from the table (at start, and after deletes and bulk closes).
     pub async fn recount(&self, table: &Table) -> Result<(), StoreError> {
-        let batches = matching(table, &current(), Some(&["kind"])).await?;
+        let batches = matching(table, &current(), Some(&["kind", "namespace"])).await?;
         let mut counts = MemoryCounts::default();
         for r in batches.iter().flat_map(from_batch) {
-            counts.total += 1;
-            *counts.by_kind.entry(r.kind.to_string()).or_default() += 1;
+            Self::change(&mut counts, &r, 1);
         }
         *self.lock() = counts;
         Ok(())
@@ -71,20 +76,23 @@ mod tests {
     use mnemo_protocol::memory::MemoryKind;
 
     #[test]
-    fn adds_and_supersessions_keep_counts_by_kind() {
+    fn adds_and_supersessions_keep_counts_by_kind_and_namespace() {
         let counts = Counts::default();
         let mut a = record("a", "x", 4);
         let b = record("b", "y", 4);
-        counts.added(&[a.clone(), b]);
+        counts.added(&[a.clone(), b.clone()]);
         assert_eq!(counts.get().total, 2);
         let mut next = a.clone();
         next.kind = MemoryKind::Semantic;
+        next.namespace = "work".into();
         a.valid_to = Some(9);
         counts.superseded(&a, &next);
         let got = counts.get();
         assert_eq!(got.total, 2);
         assert_eq!(got.by_kind.get("episodic"), Some(&1));
         assert_eq!(got.by_kind.get("semantic"), Some(&1));
+        assert_eq!(got.by_namespace.get(&b.namespace), Some(&1));
+        assert_eq!(got.by_namespace.get("work"), Some(&1));
         counts.added(&[a]); // a closed row does not count
         assert_eq!(counts.get().total, 2);
     }

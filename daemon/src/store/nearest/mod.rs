@@ -552,7 +552,7 @@ impl Store {
             return Ok(nearest.rows());
         }
         let started = std::time::Instant::now();
-        let current_rows = self.counts.get().total as usize;
+        let current_rows = self.counts.total() as usize;
         if current_rows > nearest.max_rows {
             *nearest.codes.write().unwrap_or_else(|e| e.into_inner()) = None;
             nearest.read_at.store(version, Ordering::Relaxed);
@@ -646,7 +646,7 @@ impl Store {
             .select(Select::columns(&columns))
             .with_row_id();
         // Grown by doubling, the codes of 100k memories took 74 MB instead of 46.
-        codes.reserve(self.counts.get().total as usize);
+        codes.reserve(self.counts.total() as usize);
         let mut batches = query.execute().await?;
         while let Some(batch) = batches.try_next().await? {
             let row_ids = batch

@@ -11,7 +11,7 @@ use mnemo_client::Client;
 use mnemo_protocol::consolidate::ConsolidateRun;
 use mnemo_protocol::daemon::Status;
 use mnemo_protocol::memory::{
-    AddBatch, AddBatchParams, AddParams, Filter, List, ListParams, Search, SearchMode, SearchParams,
+    AddBatch, AddBatchParams, AddParams, Filter, Search, SearchMode, SearchParams,
 };
 use mnemo_protocol::system::{Profile, SystemProfile};
 use mnemo_protocol::NoParams;
@@ -369,27 +369,16 @@ async fn add_singles(
     Ok(())
 }
 
+/// Current memories in `namespace`, from the counts mnemod keeps (paging through a million
+/// ids took minutes).
 async fn count_namespace(client: &mut Client, namespace: &str) -> anyhow::Result<usize> {
-    // Pages of 1000 ids; cheap next to the adds that follow.
-    let mut total = 0;
-    let mut cursor = None;
-    loop {
-        let page = client
-            .call::<List>(&ListParams {
-                filter: Filter {
-                    namespace: Some(namespace.into()),
-                    ..Default::default()
-                },
-                limit: Some(1000),
-                cursor,
-            })
-            .await?;
-        total += page.memories.len();
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            return Ok(total);
-        }
-    }
+    let status = client.call::<Status>(&NoParams {}).await?;
+    Ok(status
+        .memories
+        .by_namespace
+        .get(namespace)
+        .copied()
+        .unwrap_or(0) as usize)
 }
 
 pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
