@@ -769,6 +769,11 @@ mod tests {
             let keep = signs::Keep {
                 scanned: 60,
                 read: 20,
+                parts: 1,
+            };
+            let sorted = |mut found: Vec<(f32, u32)>| {
+                found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                found
             };
             for space in [None, Some(0), Some(1)] {
                 let portable = signs::candidates_portable(&codes, &query, space, keep);
@@ -779,6 +784,15 @@ mod tests {
                     portable,
                     "dim {dim}"
                 );
+                // Shared between threads, the scan keeps the same rows.
+                for parts in [2, 3] {
+                    let shared = signs::Keep { parts, ..keep };
+                    assert_eq!(
+                        sorted(signs::candidates(&codes, &query, space, shared)),
+                        sorted(portable.clone()),
+                        "dim {dim}, {parts} parts"
+                    );
+                }
             }
         }
     }

@@ -263,17 +263,25 @@ impl Planes {
     /// Asks the CPU to bring row `i`'s top bits into its caches (in signed planes they lie
     /// in the tail, read when asked for).
     pub(super) fn prefetch(&self, i: usize) {
-        if self.signed {
-            return;
+        if !self.signed {
+            prefetch(self.highs.as_ptr().wrapping_add(i * self.width), self.width);
         }
-        for line in (i * self.width..(i + 1) * self.width).step_by(64) {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch never faults, and `line` lies within the plane.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(self.highs.as_ptr().add(line).cast());
-            }
-        }
+    }
+}
+
+/// Asks the CPU to bring the `bytes` from `start` into its caches, so that reads which
+/// would each wait for memory overlap. A prefetch reads nothing and never faults, wherever
+/// it points.
+#[inline(always)]
+pub(super) fn prefetch<T>(start: *const T, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..bytes).step_by(64) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        #[allow(unused_unsafe)] // safe since Rust 1.87; mnemo builds with 1.88 too
+        // SAFETY: a prefetch never faults.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(start.cast::<i8>().wrapping_add(line))
+        };
     }
 }
 

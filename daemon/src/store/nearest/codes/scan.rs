@@ -41,24 +41,41 @@ const ROWS_A_THREAD: usize = 32_768;
 /// code from memory once (19 MB at 100k MiniLM rows), shared between the cores: the query's
 /// embedding, which has them both, is done by then.
 pub(super) fn scan(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
-    let threads = crate::linalg::threads().min(rows_held(codes) / ROWS_A_THREAD);
-    scan_shared(codes, ask, threads.max(1))
+    scan_shared(codes, ask, parts_for(rows_held(codes)))
 }
 
-/// The scan in `parts` ranges of rows, each on a thread of its own but the first.
+/// The scan in `parts` ranges of rows.
 pub(super) fn scan_shared(codes: &Codes, ask: Ask, parts: usize) -> Vec<(f32, u32)> {
-    let rows = rows_held(codes);
+    shared(rows_held(codes), parts, ask.limit, |rows| {
+        scan_part(codes, ask, rows)
+    })
+}
+
+/// How many threads a scan of `rows` is shared between.
+pub(super) fn parts_for(rows: usize) -> usize {
+    crate::linalg::threads().min(rows / ROWS_A_THREAD).max(1)
+}
+
+/// The `limit` best of what `part` finds in each of `parts` ranges of `rows`, each range
+/// on a thread of its own but the first.
+pub(super) fn shared(
+    rows: usize,
+    parts: usize,
+    limit: usize,
+    part: impl Fn(Range<usize>) -> Vec<(f32, u32)> + Sync,
+) -> Vec<(f32, u32)> {
     if parts <= 1 {
-        return scan_part(codes, ask, 0..rows);
+        return part(0..rows);
     }
-    let part = rows.div_ceil(parts);
-    let range = |p: usize| p * part..((p + 1) * part).min(rows);
+    let share = rows.div_ceil(parts);
+    let range = |p: usize| (p * share).min(rows)..((p + 1) * share).min(rows);
+    let part = &part;
     std::thread::scope(|scope| {
         let others: Vec<_> = (1..parts)
-            .map(|p| scope.spawn(move || scan_part(codes, ask, range(p))))
+            .map(|p| scope.spawn(move || part(range(p))))
             .collect();
-        let mut best = Best::new(ask.limit);
-        let found = scan_part(codes, ask, range(0)).into_iter();
+        let mut best = Best::new(limit);
+        let found = part(range(0)).into_iter();
         let theirs = others
             .into_iter()
             .flat_map(|t| t.join().expect("a share of a scan panicked"));

@@ -12,6 +12,9 @@
 //! two bits (levels ±1, ±3: ~0.6 times the error of the signs alone), and reads the best of
 //! those from the file to rank them by their codes, to within ~1e-4.
 
+use std::ops::Range;
+
+use super::planes::prefetch;
 use super::Codes;
 
 /// Words of sign bits a row of `dim` components takes: a bit for each component of its
@@ -220,6 +223,7 @@ pub(super) fn signed_candidates(
     let keep = Keep {
         scanned: limit * SIGN_SCANNED_PER_RESULT,
         read: limit * SIGNED_PER_RESULT,
+        parts: super::scan::parts_for(codes.planes.sign_scales().len()),
     };
     candidates(codes, &query, space, keep)
 }
@@ -253,6 +257,8 @@ pub(super) struct Keep {
     pub(super) scanned: usize,
     /// By their levels, of those, to be read from the file.
     pub(super) read: usize,
+    /// The threads the scan of signs is shared between.
+    pub(super) parts: usize,
 }
 
 /// Eight words at a time: a row of MiniLM's 512 bits is one register, weighed against the
@@ -265,23 +271,56 @@ unsafe fn candidates_avx512(
     space: Option<u32>,
     keep: Keep,
 ) -> Vec<(f32, u32)> {
-    use std::arch::x86_64::*;
     let words = sign_words(codes.dim);
-    let chunks = words.div_ceil(8);
-    // The last chunk's words past the row's end are masked off.
-    let mask = |c: usize| -> __mmask8 { (0xffu16 >> (8 * (c + 1)).saturating_sub(words)) as u8 };
-    // SAFETY (every load): only the words of chunk `c` that `mask(c)` keeps are read, and
-    // they lie within the slice.
-    let load = |words: &[u64], c: usize| unsafe {
-        _mm512_maskz_loadu_epi64(mask(c), words.as_ptr().add(8 * c).cast())
-    };
-    let planes: Vec<[__m512i; 4]> = (0..chunks)
-        .map(|c| std::array::from_fn(|k| load(&query.planes[k], c)))
-        .collect();
-    two_stages(codes, query, space, keep, |row| {
+    let planes = QueryPlanes::of(query, words);
+    two_stages(
+        codes,
+        query,
+        keep,
+        // Closures compiled with this function's features, as what they call needs.
+        |range| best_by_signs_avx512(codes, query, &planes, space, keep.scanned, range),
+        |row| planes.counts(row),
+    )
+}
+
+/// The query's planes in registers, and the mask of a row's last chunk.
+#[cfg(target_arch = "x86_64")]
+struct QueryPlanes {
+    chunks: Vec<[std::arch::x86_64::__m512i; 4]>,
+    words: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl QueryPlanes {
+    #[target_feature(enable = "avx512f")]
+    fn of(query: &SignQuery, words: usize) -> Self {
+        let chunks = (0..words.div_ceil(8))
+            .map(|c| std::array::from_fn(|k| Self::load(&query.planes[k], c, words)))
+            .collect();
+        Self { chunks, words }
+    }
+
+    /// Chunk `c` of a row of `words`; the last chunk's words past the row's end are
+    /// masked off.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load(row: &[u64], c: usize, words: usize) -> std::arch::x86_64::__m512i {
+        use std::arch::x86_64::*;
+        let mask = (0xffu16 >> (8 * (c + 1)).saturating_sub(words)) as __mmask8;
+        debug_assert!(row.len() >= words);
+        // SAFETY: only the words of chunk `c` that `mask` keeps are read, and they lie
+        // within the row.
+        unsafe { _mm512_maskz_loadu_epi64(mask, row.as_ptr().add(8 * c).cast()) }
+    }
+
+    /// [`SignQuery::counts`] of `row`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn counts(&self, row: &[u64]) -> (i64, i64) {
+        use std::arch::x86_64::*;
         let (mut set, mut weighed) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-        for (c, plane) in planes.iter().enumerate() {
-            let b = load(row, c);
+        for (c, plane) in self.chunks.iter().enumerate() {
+            let b = Self::load(row, c, self.words);
             set = _mm512_add_epi64(set, _mm512_popcnt_epi64(b));
             let bit = |k: usize| _mm512_popcnt_epi64(_mm512_and_si512(b, plane[k]));
             let low = _mm512_add_epi64(bit(0), _mm512_slli_epi64::<1>(bit(1)));
@@ -289,12 +328,38 @@ unsafe fn candidates_avx512(
             weighed =
                 _mm512_add_epi64(weighed, _mm512_add_epi64(low, _mm512_slli_epi64::<2>(high)));
         }
-        (
-            _mm512_reduce_add_epi64(weighed),
-            _mm512_reduce_add_epi64(set),
-        )
+        // One reduction for both: the weighed sum (at most 15 a bit) fits in 32 bits.
+        let both = _mm512_reduce_add_epi64(_mm512_add_epi64(weighed, _mm512_slli_epi64::<32>(set)));
+        (both & 0xffff_ffff, both >> 32)
+    }
+}
+
+/// The best rows of `range` by their signs, in a function compiled for AVX-512, so the
+/// weighing of each row is inlined in the loop: called through a closure from a loop
+/// compiled without them, it was a call a row, and the scan of 1M rows took ~25 ms.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+fn best_by_signs_avx512(
+    codes: &Codes,
+    query: &SignQuery,
+    planes: &QueryPlanes,
+    space: Option<u32>,
+    limit: usize,
+    range: Range<usize>,
+) -> Vec<(f32, u32)> {
+    let (words, scales) = (planes.words, codes.planes.sign_scales());
+    let rows = codes.planes.signs()[range.start * words..range.end * words].chunks_exact(words);
+    super::scan::best_rows(codes, space, limit, range.start, rows, |i, row| {
+        // The rows ahead are asked for now: the loop takes only a few of them in flight
+        // by itself, and each waited for memory (~20 ns a row rather than ~4).
+        prefetch(row.as_ptr().wrapping_add(ROWS_AHEAD * words), 1);
+        let (weighed, set) = planes.counts(row);
+        query.product(weighed, set) * scales[i]
     })
 }
+
+/// How many rows ahead of their turn the stages of a search ask for a row's bits.
+const ROWS_AHEAD: usize = 16;
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
@@ -314,7 +379,15 @@ pub(super) fn candidates_portable(
     space: Option<u32>,
     keep: Keep,
 ) -> Vec<(f32, u32)> {
-    two_stages(codes, query, space, keep, |row| query.counts(row))
+    let (words, scales) = (sign_words(codes.dim), codes.planes.sign_scales());
+    let best_by_signs = |range: Range<usize>| {
+        let rows = codes.planes.signs()[range.start * words..range.end * words].chunks_exact(words);
+        super::scan::best_rows(codes, space, keep.scanned, range.start, rows, |i, row| {
+            let (weighed, set) = query.counts(row);
+            query.product(weighed, set) * scales[i]
+        })
+    };
+    two_stages(codes, query, keep, best_by_signs, |row| query.counts(row))
 }
 
 /// Row `i` of a plane of `words` a row.
@@ -322,31 +395,36 @@ fn row(plane: &[u64], i: usize, words: usize) -> &[u64] {
     &plane[i * words..][..words]
 }
 
-/// The best rows of `space` by their signs, then the best of those by their levels, each
-/// weighed by `counts` of a row's bits (the sum over its set bits of the query's `u`s, and
-/// how many are set), and turned into an estimated cosine.
+/// The best rows by their signs (`best_by_signs` of a range of rows), then the best of
+/// those by their levels, each weighed by `counts` of a row's bits (the sum over its set
+/// bits of the query's `u`s, and how many are set), and turned into an estimated cosine.
 #[inline(always)]
 fn two_stages(
     codes: &Codes,
     query: &SignQuery,
-    space: Option<u32>,
     keep: Keep,
+    best_by_signs: impl Fn(Range<usize>) -> Vec<(f32, u32)> + Sync,
     counts: impl Fn(&[u64]) -> (i64, i64),
 ) -> Vec<(f32, u32)> {
     let words = sign_words(codes.dim);
     let (signs, magnitudes) = (codes.planes.signs(), codes.planes.magnitudes());
-    let scales = codes.planes.sign_scales();
-    let rows = signs.chunks_exact(words);
-    let mut found = super::scan::best_rows(codes, space, keep.scanned, 0, rows, |i, row| {
-        let (weighed, set) = counts(row);
-        query.product(weighed, set) * scales[i]
-    });
+    // The sign bits stream from memory (64 MB at 1M MiniLM rows), so the scan is shared
+    // between the cores.
+    let rows = codes.planes.sign_scales().len();
+    let mut found = super::scan::shared(rows, keep.parts, keep.scanned, best_by_signs);
     if found.len() <= keep.read {
         return found;
     }
     let scales = codes.planes.fine_scales();
     let mut both = vec![0u64; words];
-    for (score, i) in found.iter_mut() {
+    for k in 0..found.len() {
+        // The rows lie anywhere in the planes: each is asked for a few rows ahead of its
+        // turn (its first line; MiniLM's rows are one).
+        if let Some(&(_, next)) = found.get(k + ROWS_AHEAD) {
+            prefetch(row(signs, next as usize, words).as_ptr(), 1);
+            prefetch(row(magnitudes, next as usize, words).as_ptr(), 1);
+        }
+        let (score, i) = &mut found[k];
         let i = *i as usize;
         let (signs, magnitudes) = (row(signs, i, words), row(magnitudes, i, words));
         for ((b, s), m) in both.iter_mut().zip(signs).zip(magnitudes) {
