@@ -16,6 +16,7 @@ use super::super::MemoryRecord;
 mod answers;
 mod lookup;
 mod planes;
+mod prefetch;
 mod scan;
 mod signs;
 mod tail;

@@ -14,6 +14,7 @@
 
 use std::path::Path;
 
+use super::prefetch::prefetch;
 use super::signs::{sign_words, RowSigns};
 use super::tail::Tail;
 use crate::linalg::lane_sum;
@@ -266,22 +267,6 @@ impl Planes {
         if !self.signed {
             prefetch(self.highs.as_ptr().wrapping_add(i * self.width), self.width);
         }
-    }
-}
-
-/// Asks the CPU to bring the `bytes` from `start` into its caches, so that reads which
-/// would each wait for memory overlap. A prefetch reads nothing and never faults, wherever
-/// it points.
-#[inline(always)]
-pub(super) fn prefetch<T>(start: *const T, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..bytes).step_by(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        #[allow(unused_unsafe)] // safe since Rust 1.87; mnemo builds with 1.88 too
-        // SAFETY: a prefetch never faults.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(start.cast::<i8>().wrapping_add(line))
-        };
     }
 }
 

@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use super::planes::prefetch;
+use super::prefetch::prefetch;
 use super::Codes;
 
 /// Words of sign bits a row of `dim` components takes: a bit for each component of its
