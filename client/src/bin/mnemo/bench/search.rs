@@ -80,6 +80,12 @@ async fn wait_for_indexes(client: &mut Client, rows: usize) -> anyhow::Result<&'
     loop {
         let status = client.call::<Status>(&NoParams {}).await?;
         let Some(indexes) = status.indexes else {
+            // A mnemod just started has not looked at its indexes yet (its first pass
+            // does); one that never says is older than the index status.
+            if started.elapsed() < PAST_A_PASS * 3 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
             return Ok("approximate leg");
         };
         let leg = match (indexes.held_vectors, indexes.ann) {
