@@ -283,7 +283,7 @@ unsafe fn candidates_avx512(
     )
 }
 
-/// The query's planes in registers, and the mask of a row's last chunk.
+/// The query's four planes in registers, eight words a chunk, and the words a row takes.
 #[cfg(target_arch = "x86_64")]
 struct QueryPlanes {
     chunks: Vec<[std::arch::x86_64::__m512i; 4]>,
