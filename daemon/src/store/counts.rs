@@ -1,5 +1,5 @@
-//! Current memories by kind and by namespace, kept in memory and changed by the writer as it commits, so
-//! `daemon.status` (which the dashboard asks every 2 s) never scans the table.
+//! Current memories by kind and by namespace, kept in memory and changed by the writer as
+//! it commits, so `daemon.status` (which the dashboard asks every 2 s) never scans the table.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -45,16 +45,21 @@ impl Counts {
 
     /// New rows committed; the current ones count.
     pub fn added(&self, rows: &[MemoryRecord]) {
-        let mut counts = self.lock();
+        Self::add_current(&mut self.lock(), rows);
+    }
+
+    fn add_current(counts: &mut MemoryCounts, rows: &[MemoryRecord]) {
         for r in rows.iter().filter(|r| r.valid_to.is_none()) {
-            Self::change(&mut counts, r, 1);
+            Self::change(counts, r, 1);
         }
     }
 
-    /// A current version closed and its successor added.
+    /// A current version closed and its successor added, under one lock (a status read
+    /// between the two saw one memory too few).
     pub fn superseded(&self, old: &MemoryRecord, new: &MemoryRecord) {
-        Self::change(&mut self.lock(), old, -1);
-        self.added(std::slice::from_ref(new));
+        let mut counts = self.lock();
+        Self::change(&mut counts, old, -1);
+        Self::add_current(&mut counts, std::slice::from_ref(new));
     }
 
     /// Counts from the table (at start, and after deletes and bulk closes).

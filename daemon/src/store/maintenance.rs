@@ -20,10 +20,11 @@ use super::{writer, Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 
+use super::versions::{VersionBound, WithinBound};
+use super::writer::{Fold, FOLD_AFTER_ROWS, SCALAR_INDEXES};
+
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
-use super::versions::VersionBound;
-use super::writer::{Fold, FOLD_AFTER_ROWS, SCALAR_INDEXES};
 /// Small fragments (one per small commit) past which maintenance compacts them; reads and
 /// commits slow down with every fragment.
 const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
@@ -444,6 +445,7 @@ pub async fn run(
 ) {
     // The first pass prunes too: a daemon restarted daily would otherwise seldom reach it.
     let mut last_prune: Option<tokio::time::Instant> = None;
+    let mut within_bound = WithinBound::default();
     let mut passes = 0u32;
     let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -505,7 +507,9 @@ pub async fn run(
                 }
                 // After the values held for searches were read again above: they point
                 // into the files the current version uses.
-                match store.bound_old_versions(VersionBound::default()).await {
+                match store
+                    .bound_old_versions(VersionBound::default(), &mut within_bound)
+                    .await {
                     Ok(pruned) if !pruned.is_empty() => {
                         publish(&events, "pruned old versions that outgrew their tables")
                     }

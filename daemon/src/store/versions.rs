@@ -7,6 +7,7 @@
 //! current version uses (and some slack) has its versions older than a few minutes pruned
 //! at once, whatever the retention says.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -33,6 +34,12 @@ impl Default for VersionBound {
     }
 }
 
+/// The version at which each table was last found within its bound: one no commit has
+/// changed since cannot have outgrown it, so its directory is not walked again (a busy
+/// store's memories keep a manifest a commit for a day, tens of thousands of files).
+#[derive(Debug, Default)]
+pub struct WithinBound(HashMap<String, u64>);
+
 /// One table pruned for outgrowing [`VersionBound`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrunedForDisk {
@@ -46,22 +53,34 @@ pub struct PrunedForDisk {
 
 impl Store {
     /// Prunes the old versions of every table that takes more disk than `bound` allows;
-    /// returns those it pruned.
+    /// returns those it pruned. `within` remembers the tables found within it.
     pub async fn bound_old_versions(
         &self,
         bound: VersionBound,
+        within: &mut WithinBound,
     ) -> Result<Vec<PrunedForDisk>, StoreError> {
         let mut pruned = Vec::new();
         for table in self.tables() {
-            // Data, index and overlay files the current version lists, from its manifest.
-            let current = table.stats().await?.total_bytes as u64;
-            let dir = self.db_dir.join(format!("{}.lance", table.name()));
-            let before = disk_bytes_off_reactor(&dir).await;
-            if before <= current.saturating_mul(2).saturating_add(bound.slack_bytes) {
+            let version = table.version().await?;
+            if within.0.get(table.name()) == Some(&version) {
                 continue;
             }
+            // Data, index and overlay files the current version lists, from its manifest.
+            let current = table.stats().await?.total_bytes as u64;
+            let allowed = current.saturating_mul(2).saturating_add(bound.slack_bytes);
+            let dir = self.db_dir.join(format!("{}.lance", table.name()));
+            let before = disk_bytes_off_reactor(&dir).await;
+            if before <= allowed {
+                within.0.insert(table.name().to_string(), version);
+                continue;
+            }
+            // A prune commits nothing: the version stays, and a table still past its bound
+            // (its versions too young to go) is looked at again next time.
             self.prune(&table, bound.kept).await?;
             let after = disk_bytes_off_reactor(&dir).await;
+            if after <= allowed {
+                within.0.insert(table.name().to_string(), version);
+            }
             tracing::info!(
                 "old versions of {} took {} MB beside its current {} MB: pruned those older than {} s, {} MB left",
                 table.name(),
@@ -145,7 +164,11 @@ mod tests {
             slack_bytes: before,
             kept: Duration::ZERO,
         };
-        let untouched = store.bound_old_versions(generous).await.unwrap();
+        let mut within = WithinBound::default();
+        let untouched = store
+            .bound_old_versions(generous, &mut within)
+            .await
+            .unwrap();
         assert!(untouched.iter().all(|p| p.table != table), "{untouched:?}");
         assert_eq!(
             store.memories.list_versions().await.unwrap().len(),
@@ -156,7 +179,16 @@ mod tests {
             slack_bytes: 0,
             kept: Duration::ZERO,
         };
-        let pruned = store.bound_old_versions(tight).await.unwrap();
+        // A table found within its bound is not measured again until a commit changes it.
+        let unmeasured = store.bound_old_versions(tight, &mut within).await.unwrap();
+        assert!(
+            unmeasured.iter().all(|p| p.table != table),
+            "{unmeasured:?}"
+        );
+        let pruned = store
+            .bound_old_versions(tight, &mut WithinBound::default())
+            .await
+            .unwrap();
         let memories = pruned.iter().find(|p| p.table == table).expect("pruned");
         assert_eq!(memories.before, before);
         assert!(memories.after <= 2 * current, "{memories:?}");
