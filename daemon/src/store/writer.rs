@@ -360,8 +360,12 @@ async fn run(
             }
             let run_rows: usize = run.iter().map(|(op, _)| op.rows()).sum();
             let what = run[0].0.name();
+            let detail = match run[0].0.table_name() {
+                Some(table) => format!("{table}, {run_rows} rows"),
+                None => format!("{run_rows} rows"),
+            };
             commit_run(&memories, run).await;
-            held(started, what, &format!("{run_rows} rows"));
+            held(started, what, &detail);
             commits.fetch_add(1, Ordering::Relaxed);
             pending.fetch_sub(run_rows, Ordering::Relaxed);
         }
@@ -497,10 +501,22 @@ impl WriteOp {
         matches!(self, WriteOp::Delete(_)) || self.patches("valid_to")
     }
 
-    /// Whether the op sets `column` of existing memories.
+    /// Whether the op sets `column` of existing memories. A patch carries each column its
+    /// condition reads (Lance sees only the patch's columns): one it writes all null while
+    /// its condition reads it is carried for the condition (`current()` admits only rows
+    /// where it is null already), not set. Taken as set, every decay patch at 1M memories
+    /// counted the memories again and dropped the codes held for searches.
     fn patches(&self, column: &str) -> bool {
         match self {
-            WriteOp::Patch { batch, .. } => batch.column_by_name(column).is_some(),
+            WriteOp::Patch { batch, only_if } => {
+                batch.column_by_name(column).is_some_and(|values| {
+                    let for_condition = values.null_count() == values.len()
+                        && only_if
+                            .as_ref()
+                            .is_some_and(|p| p.target_columns().contains(&column));
+                    !for_condition
+                })
+            }
             WriteOp::Update { columns, .. } => columns.iter().any(|(c, _)| *c == column),
             _ => false,
         }
@@ -890,4 +906,38 @@ async fn switch_text_index(memories: &Memories) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use lancedb::arrow::arrow_array::{Float32Array, Int64Array, StringArray};
+
+    use super::*;
+    use crate::store::schema::{memories_schema, patch_batch};
+
+    fn patch(valid_to: Option<i64>, only_if: Option<Pred>) -> WriteOp {
+        let batch = patch_batch(
+            &memories_schema(4),
+            vec![
+                ("id", Arc::new(StringArray::from(vec!["a"]))),
+                ("strength", Arc::new(Float32Array::from(vec![0.5]))),
+                ("valid_to", Arc::new(Int64Array::from(vec![valid_to]))),
+            ],
+        )
+        .unwrap();
+        WriteOp::Patch { batch, only_if }
+    }
+
+    /// A column carried for the patch's condition is not one it sets; closing rows is.
+    #[test]
+    fn a_patch_sets_what_it_writes_not_what_its_condition_reads() {
+        let on_current = || Some(current().on_target());
+        let decayed = patch(None, on_current());
+        assert!(decayed.patches("strength"));
+        assert!(!decayed.patches("valid_to") && !decayed.changes_counts());
+        assert!(patch(Some(7), on_current()).changes_counts());
+        assert!(patch(None, None).changes_counts());
+    }
 }
