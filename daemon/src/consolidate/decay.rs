@@ -1,4 +1,4 @@
-//! Decay and strengthening, as one update over the current rows. Strength is computed
+//! Decay and strengthening, as one pass over the current rows. Strength is computed
 //! from facts (time since the last access, salience, accesses), not decremented, so running
 //! the phase twice gives the same strengths:
 //!
@@ -11,32 +11,47 @@
 //!
 //! Rows that fall below `fade_below` get `faded_at`; nothing is deleted. A faded memory that
 //! is used again recovers and loses the mark.
+//!
+//! Only rows whose strength moved by more than [`CHANGED`] (or whose fade mark flips) are
+//! written, and only those two columns, patched in place a chunk at a time: an update of the
+//! table would rewrite every current row whole, vectors included — 2 GB at 1M memories, and
+//! every index would have to take the moved rows in again.
 
+use std::sync::Arc;
+
+use lancedb::arrow::arrow_array::{Float32Array, Int64Array, StringArray};
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 use mnemo_protocol::time::now_micros;
 
 use super::bump;
 use super::pace::{Pace, Stop};
 use crate::store::filter::current;
-use crate::store::{col, Expr, SqlType, WriteOp};
+use crate::store::schema::MemoryRecord;
+use crate::store::{Store, StoreError, WriteOp};
 
 const MICROS_PER_DAY: f64 = 86_400_000_000.0;
 
-/// The strength formula above as an expression over a row, at time `now`, times `factor`
-/// (0.5 for memories a summary stands in for; LanceDB's SQL has no CASE, so the two groups
-/// are updated apart).
-pub fn strength_expr(now: i64, half_life_days: f64, factor: f64) -> Expr {
-    let days =
-        (Expr::Int(now) - col("last_accessed_at").coalesce(col("created_at"))) / MICROS_PER_DAY;
-    let rate = Expr::Float(1.0) + (Expr::Float(5.0) - col("salience").cast(SqlType::Double)) * 0.1;
-    let retention = (Expr::Float(-std::f64::consts::LN_2) * rate * days / half_life_days).exp();
-    let boost = Expr::Float(0.5)
-        .least((Expr::Float(1.0) + col("access_count").cast(SqlType::Double)).ln() * 0.1);
-    (Expr::Float(1.0).least(retention + boost) * factor).cast(SqlType::Float)
-}
+/// A strength that moved less than this is left as stored (ranking cannot tell); each run
+/// measures against the stored value, so what is skipped never adds up.
+const CHANGED: f32 = 0.001;
 
-/// The same formula in Rust: the unit tests hold the SQL to it.
-#[cfg(test)]
+/// Rows per patch commit: each holds the writer while it rewrites two columns of the
+/// fragments its rows sit in, so other writes go between.
+const PATCH_ROWS: usize = 16_384;
+
+/// What decay reads of each current row.
+const FACTS: [&str; 8] = [
+    "id",
+    "created_at",
+    "last_accessed_at",
+    "salience",
+    "access_count",
+    "summarized_by",
+    "strength",
+    "faded_at",
+];
+
+/// The strength formula above, for a memory last used `days_since_access` days ago.
 pub fn strength(
     days_since_access: f64,
     salience: f32,
@@ -49,61 +64,119 @@ pub fn strength(
     (retention + boost).min(1.0) as f32
 }
 
+/// The settings a run decays with.
+#[derive(Clone, Copy)]
+struct Decay {
+    now: i64,
+    half_life_days: f64,
+    fade_below: f32,
+}
+
+/// One row's new values, when they differ from what is stored.
+#[derive(Debug, PartialEq)]
+struct Change {
+    id: String,
+    strength: f32,
+    faded_at: Option<i64>,
+}
+
+impl Decay {
+    fn change(&self, row: MemoryRecord) -> Option<Change> {
+        let since = row.last_accessed_at.unwrap_or(row.created_at);
+        let days = (self.now - since) as f64 / MICROS_PER_DAY;
+        let factor = if row.summarized_by.is_some() {
+            0.5
+        } else {
+            1.0
+        };
+        let new = strength(days, row.salience, row.access_count, self.half_life_days) * factor;
+        let faded_at = match (row.faded_at, new < self.fade_below) {
+            (None, true) => Some(self.now),
+            (Some(_), false) => None,
+            (kept, _) => kept,
+        };
+        let moved = (new - row.strength).abs() > CHANGED;
+        (moved || faded_at != row.faded_at).then_some(Change {
+            id: row.id,
+            strength: if moved { new } else { row.strength },
+            faded_at,
+        })
+    }
+}
+
+/// How many rows a pass changed, and how.
+#[derive(Debug, Default, PartialEq)]
+struct Tally {
+    weakened: u64,
+    strengthened: u64,
+    faded: u64,
+    revived: u64,
+}
+
+/// The rows whose strength or fade mark must change, read a batch at a time.
+async fn changes(store: &Store, decay: Decay) -> Result<(Vec<Change>, Tally), StoreError> {
+    let mut tally = Tally::default();
+    let mut changes = Vec::new();
+    store
+        .each_with_columns(&current(), &FACTS, |row| {
+            let (was, was_faded) = (row.strength, row.faded_at.is_some());
+            if let Some(change) = decay.change(row) {
+                tally.weakened += u64::from(change.strength < was - CHANGED);
+                tally.strengthened += u64::from(change.strength > was + CHANGED);
+                tally.faded += u64::from(!was_faded && change.faded_at.is_some());
+                tally.revived += u64::from(was_faded && change.faded_at.is_none());
+                changes.push(change);
+            }
+        })
+        .await?;
+    Ok((changes, tally))
+}
+
+/// Writes `changes`' two columns, leaving a row closed since it was read as it was.
+fn patch(store: &Store, changes: &[Change]) -> Result<WriteOp, StoreError> {
+    let ids: StringArray = changes.iter().map(|c| Some(c.id.as_str())).collect();
+    let strengths: Float32Array = changes.iter().map(|c| c.strength).collect();
+    let faded: Int64Array = changes.iter().map(|c| c.faded_at).collect();
+    let batch = store.patch(vec![
+        ("id", Arc::new(ids)),
+        ("strength", Arc::new(strengths)),
+        ("faded_at", Arc::new(faded)),
+        // The condition reads it, and Lance sees only the patch's columns.
+        (
+            "valid_to",
+            Arc::new(Int64Array::from(vec![None; changes.len()])),
+        ),
+    ])?;
+    Ok(WriteOp::Patch {
+        batch,
+        only_if: Some(current().on_target()),
+    })
+}
+
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
     let ctx = pace.ctx().clone();
     let config = &ctx.state.config;
-    let now = now_micros();
+    let decay = Decay {
+        now: now_micros(),
+        half_life_days: config.half_life_days,
+        fade_below: config.fade_below,
+    };
     let store = &ctx.store;
-    let writer = store.writer();
-    let groups = [
-        (current().and(col("summarized_by").null()), 1.0),
-        (current().and(col("summarized_by").not_null()), 0.5),
-    ];
-    for (i, (rows, factor)) in groups.into_iter().enumerate() {
-        let new_strength = strength_expr(now, config.half_life_days, factor);
-        let weaker = rows
-            .clone()
-            .and(new_strength.clone().lt(col("strength") - 0.001));
-        let weaker = pace.guard(store.count(&weaker)).await??;
-        let stronger = rows
-            .clone()
-            .and(new_strength.clone().gt(col("strength") + 0.001));
-        let stronger = pace.guard(store.count(&stronger)).await??;
-        let updated = pace
-            .guard(writer.submit(WriteOp::Update {
-                predicate: rows,
-                columns: vec![("strength", new_strength)],
-            }))
-            .await??;
-        bump(record, "rows", updated);
-        bump(record, "weakened", weaker as u64);
-        bump(record, "strengthened", stronger as u64);
-        pace.progress(Phase::Decay, i as u64 + 1, 4);
+    let (changes, tally) = pace.guard(changes(store, decay)).await??;
+    let total = changes.len() as u64;
+    pace.progress(Phase::Decay, 0, total);
+    let mut updated = 0;
+    for (i, chunk) in changes.chunks(PATCH_ROWS).enumerate() {
+        pace.checkpoint().await?;
+        let op = patch(store, chunk)?;
+        updated += pace.guard(store.writer().submit(op)).await??;
+        pace.progress(Phase::Decay, (i * PATCH_ROWS + chunk.len()) as u64, total);
     }
-    let faded = pace
-        .guard(
-            writer.submit(WriteOp::Update {
-                predicate: current()
-                    .and(col("faded_at").null())
-                    .and(col("strength").lt(config.fade_below)),
-                columns: vec![("faded_at", Expr::Int(now))],
-            }),
-        )
-        .await??;
-    pace.progress(Phase::Decay, 3, 4);
-    let revived = pace
-        .guard(
-            writer.submit(WriteOp::Update {
-                predicate: current()
-                    .and(col("faded_at").not_null())
-                    .and(col("strength").ge(config.fade_below)),
-                columns: vec![("faded_at", Expr::Null(SqlType::BigInt))],
-            }),
-        )
-        .await??;
-    pace.progress(Phase::Decay, 4, 4);
-    bump(record, "faded", faded);
-    bump(record, "revived", revived);
+    bump(record, "rows", updated);
+    bump(record, "weakened", tally.weakened);
+    bump(record, "strengthened", tally.strengthened);
+    bump(record, "faded", tally.faded);
+    bump(record, "revived", tally.revived);
     Ok(())
 }
 
@@ -126,14 +199,55 @@ mod tests {
         assert!(strength(3650.0, 5.0, 1_000_000, h) <= 0.5 + 1e-6);
     }
 
-    /// The expression LanceDB evaluates gives the strengths the Rust formula gives.
+    const DAY: i64 = MICROS_PER_DAY as i64;
+
+    fn row(id: &str, days: i64, salience: f32, stored: f32, now: i64) -> MemoryRecord {
+        let mut r = crate::store::schema::tests::record(id, "text", 4);
+        r.created_at = now - days * DAY;
+        r.salience = salience;
+        r.strength = stored;
+        r.faded_at = None;
+        r
+    }
+
+    #[test]
+    fn only_rows_whose_strength_moved_or_fade_mark_flips_change() {
+        let now = 1_000 * DAY;
+        let decay = Decay {
+            now,
+            half_life_days: 30.0,
+            fade_below: 0.1,
+        };
+        // Fresh and at full strength, or already at its strength: nothing to write.
+        assert_eq!(decay.change(row("fresh", 0, 5.0, 1.0, now)), None);
+        assert_eq!(decay.change(row("same", 30, 5.0, 0.5, now)), None);
+        assert_eq!(decay.change(row("close", 30, 5.0, 0.5005, now)), None);
+        // A month at salience 5 halves it; a summarised memory is halved again.
+        let month = decay.change(row("month", 30, 5.0, 1.0, now)).unwrap();
+        assert!((month.strength - 0.5).abs() < 1e-6 && month.faded_at.is_none());
+        let mut summarised = row("summarised", 30, 5.0, 1.0, now);
+        summarised.summarized_by = Some("s".into());
+        assert!((decay.change(summarised).unwrap().strength - 0.25).abs() < 1e-6);
+        // Below the line it is marked faded, once; used again it loses the mark.
+        let weak = decay.change(row("weak", 300, 5.0, 0.2, now)).unwrap();
+        assert_eq!(weak.faded_at, Some(now));
+        let mut marked = row("marked", 300, 5.0, weak.strength, now);
+        marked.faded_at = Some(now - DAY);
+        assert_eq!(decay.change(marked), None);
+        let mut used = row("used", 300, 5.0, weak.strength, now);
+        used.faded_at = Some(now - DAY);
+        used.last_accessed_at = Some(now);
+        let used = decay.change(used).unwrap();
+        assert_eq!((used.strength, used.faded_at), (1.0, None));
+    }
+
+    /// A pass writes the documented strengths into the rows that moved, leaves their other
+    /// columns as they were, and a second pass finds nothing to write.
     #[tokio::test]
-    async fn lancedb_computes_the_documented_strengths() {
-        use crate::store::schema::tests::record;
+    async fn a_pass_patches_the_rows_that_moved_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::test_store(dir.path()).await;
         let now = now_micros();
-        let day = MICROS_PER_DAY as i64;
         let cases = [
             (0, 5.0, 0),
             (30, 5.0, 0),
@@ -145,26 +259,41 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, (days, salience, accesses))| {
-                let mut r = record(&format!("m{i}"), "text", 4);
-                r.created_at = now - days * day;
-                r.salience = *salience;
+                let mut r = row(&format!("m{i}"), *days, *salience, 1.0, now);
                 r.access_count = *accesses;
+                r.vector = vec![i as f32 + 1.0, 0.5, 0.25, 0.125];
                 r
             })
             .collect();
         store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
-        store
-            .writer()
-            .submit(WriteOp::Update {
-                predicate: current(),
-                columns: vec![("strength", strength_expr(now, 30.0, 1.0))],
-            })
-            .await
-            .unwrap();
+        let decay = Decay {
+            now,
+            half_life_days: 30.0,
+            fade_below: 0.1,
+        };
+        let (found, tally) = changes(&store, decay).await.unwrap();
+        // The fresh memory keeps its full strength and is not written.
+        let ids: Vec<&str> = found.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["m1", "m2", "m3", "m4"]);
+        assert_eq!(tally.weakened, 4);
+        let op = patch(&store, &found).unwrap();
+        assert_eq!(store.writer().submit(op).await.unwrap(), 4);
         for (i, (days, salience, accesses)) in cases.iter().enumerate() {
-            let got = store.get(&format!("m{i}")).await.unwrap().unwrap().strength;
+            let got = store.get(&format!("m{i}")).await.unwrap().unwrap();
             let want = strength(*days as f64, *salience, *accesses, 30.0);
-            assert!((got - want).abs() < 1e-4, "case {i}: {got} vs {want}");
+            assert!(
+                (got.strength - want).abs() < 1e-4,
+                "m{i}: {} vs {want}",
+                got.strength
+            );
+            assert_eq!(got.content, "text");
+            let vector = store
+                .columns_of(&crate::store::col("id").eq(got.id.as_str()), &["vector"])
+                .await
+                .unwrap();
+            assert_eq!(vector[0].vector, vec![i as f32 + 1.0, 0.5, 0.25, 0.125]);
         }
+        let (again, _) = changes(&store, decay).await.unwrap();
+        assert!(again.is_empty(), "{again:?}");
     }
 }
