@@ -1,15 +1,19 @@
-//! Dedup: memories added since the last pass are compared with every current memory of
-//! their namespace (one matrix product per block of new rows). A pair at or above the cosine
-//! threshold, or with the same text, merges into the older memory: the newer version is
-//! closed with `superseded_by` pointing at the survivor (so history keeps it), and the
-//! survivor counts it as an access and keeps the higher salience. Two memories that both say
-//! when they happened merge only if that is within `dedup_event_window_hours`: the same
-//! sentence on two different days is two events.
+//! Dedup: each memory added since the last pass is compared with its nearest current
+//! memories of its namespace, found as a search finds them (the codes held in memory, or the
+//! ANN index). A pair at or above the cosine threshold, or with the same text, merges into
+//! the older memory: the newer version is closed with `superseded_by` pointing at the
+//! survivor (so history keeps it), and the survivor counts it as an access and keeps the
+//! higher salience. Two memories that both say when they happened merge only if that is
+//! within `dedup_event_window_hours`: the same sentence on two different days is two events.
 //!
-//! The same product gives each new memory its nearest neighbours: those at or above
-//! `similar_threshold` (and not duplicates) are linked by SIMILAR edges, weighted by their
-//! cosine, at most `similar_per_memory` each. They are learned edges: recall together
-//! strengthens them, disuse fades them away (the edges phase).
+//! The same neighbours are each new memory's SIMILAR edges: those at or above
+//! `similar_threshold` (and not duplicates), weighted by their cosine, at most
+//! `similar_per_memory` each. They are learned edges: recall together strengthens them,
+//! disuse fades them away (the edges phase).
+//!
+//! Each new memory costs one nearest-neighbour search, whatever the store's size: comparing
+//! it with every memory instead held all their vectors (9.7 GB of memory at 1M) and took a
+//! product with each.
 //!
 //! The pass is resumable: `meta` keeps the creation time up to which new rows are done.
 
@@ -24,44 +28,88 @@ use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop};
 use super::{bump, done_through, save_cursor, time_blocks, BY_CONSOLIDATION};
-use crate::linalg::matmul;
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
-use crate::store::{col, MemoryRecord, WriteOp};
+use crate::store::sql::Pred;
+use crate::store::{col, MemoryRecord, Store, StoreError, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
 
-/// New rows compared per unit: 64 × 100k × 384 is ~5 GFLOP, a fraction of a second.
+/// New rows compared per unit (between yield checks and commits).
 const BLOCK: usize = 64;
 
-/// Union-find over row indices, the root of a set being its oldest row.
-struct Groups {
-    parent: Vec<usize>,
+/// Neighbours looked at beyond the `similar_per_memory` nearest: the duplicates of a row are
+/// its nearest, and a few more leave room for copies of one text and for rows the pass skips.
+const EXTRA_NEIGHBOURS: usize = 8;
+
+/// What a pair's comparison reads of each row.
+const FACTS: [&str; 8] = [
+    "id",
+    "lineage",
+    "namespace",
+    "created_at",
+    "occurred_at",
+    "content_hash",
+    "salience",
+    "access_count",
+];
+
+/// The memories dedup compares. Episodes never merge: three failures of one edit are three
+/// failures, not one. Nor do the paragraphs of notes: the file says them, and a watched
+/// note's edits follow them.
+fn originals() -> Pred {
+    current()
+        .and(col("is_summary").eq(false))
+        .and(col("action").null())
+        .and(
+            col("source")
+                .null()
+                .or(col("source").not_starts_with("file:")),
+        )
 }
 
+/// Union-find over memory ids, the root of a set being its oldest memory.
+#[derive(Default)]
+struct Groups {
+    parent: HashMap<String, String>,
+}
+
+/// Which of two memories is older: by creation time, then id.
+type Age<'a> = (i64, &'a str);
+
 impl Groups {
-    fn new(n: usize) -> Self {
-        Self {
-            parent: (0..n).collect(),
+    fn root(&mut self, id: &str) -> String {
+        let mut at = id.to_string();
+        let mut path = Vec::new();
+        while let Some(up) = self.parent.get(&at) {
+            path.push(at);
+            at = up.clone();
         }
-    }
-    fn root(&mut self, mut i: usize) -> usize {
-        while self.parent[i] != i {
-            self.parent[i] = self.parent[self.parent[i]];
-            i = self.parent[i];
+        for below in path {
+            self.parent.insert(below, at.clone());
         }
-        i
+        at
     }
-    /// Joins the sets of `a` and `b` (rows sorted oldest first, so the smaller index is older);
-    /// returns (survivor, merged) roots when they were apart.
-    fn join(&mut self, a: usize, b: usize) -> Option<(usize, usize)> {
+
+    /// Joins the sets of `a` and `b`; returns (survivor, merged) roots when they were apart.
+    /// `age` tells the older of two roots.
+    fn join(&mut self, a: &str, b: &str, age: impl Fn(&str) -> i64) -> Option<(String, String)> {
         let (ra, rb) = (self.root(a), self.root(b));
         if ra == rb {
             return None;
         }
-        let (keep, gone) = (ra.min(rb), ra.max(rb));
-        self.parent[gone] = keep;
+        let older = |x: &String, y: &String| -> bool {
+            let (ax, ay): (Age, Age) = ((age(x), x.as_str()), (age(y), y.as_str()));
+            ax < ay
+        };
+        let (keep, gone) = if older(&ra, &rb) { (ra, rb) } else { (rb, ra) };
+        self.parent.insert(gone.clone(), keep.clone());
         Some((keep, gone))
+    }
+
+    /// Whether `id` was merged into another memory in this pass.
+    fn merged(&mut self, id: &str) -> bool {
+        self.root(id) != id
     }
 }
 
@@ -82,12 +130,12 @@ fn compatible(a: &MemoryRecord, b: &MemoryRecord, window_us: i64) -> bool {
     }
 }
 
-/// What comparing a block of new rows found: duplicate pairs (older, newer), and near
-/// pairs (lower index first) with their cosine.
+/// What a new row's neighbours say: the ids of its duplicates, and its near rows (the
+/// `per_row` nearest, nearest first) with their cosine.
 #[derive(Debug, Default, PartialEq)]
 pub struct Neighbours {
-    pub duplicates: Vec<(usize, usize)>,
-    pub similar: Vec<(usize, usize, f32)>,
+    pub duplicates: Vec<String>,
+    pub similar: Vec<(String, f32)>,
 }
 
 /// How near is near: a duplicate at `duplicate` and above; a neighbour worth an edge at
@@ -100,60 +148,53 @@ pub struct Thresholds {
     pub window_us: i64,
 }
 
-/// The neighbours among `rows` (oldest first) of the new rows `block` (indices into `rows`).
-/// `vectors` holds the normalised vectors, row-major.
-pub fn find_neighbours(
-    rows: &[MemoryRecord],
-    vectors: &[f32],
-    dim: usize,
-    block: &[usize],
+/// Sorts `row`'s neighbours `near` (each with its cosine to `row`) into duplicates and near
+/// rows.
+pub fn neighbours_of(
+    row: &MemoryRecord,
+    near: &[(&MemoryRecord, f32)],
     t: Thresholds,
 ) -> Neighbours {
-    let n = rows.len();
-    let mut lhs = Vec::with_capacity(block.len() * dim);
-    for &i in block {
-        lhs.extend_from_slice(&vectors[i * dim..(i + 1) * dim]);
-    }
-    let mut scores = vec![0.0f32; block.len() * n];
-    if n > 0 && !block.is_empty() {
-        matmul(
-            block.len(),
-            n,
-            dim,
-            &mut scores,
-            (n as isize, 1),
-            &lhs,
-            (dim as isize, 1),
-            vectors,
-            (1, dim as isize),
-            1.0,
-            crate::linalg::threads(),
-        );
-    }
     let mut found = Neighbours::default();
-    let mut similar: HashMap<(usize, usize), f32> = HashMap::new();
-    for (bi, &i) in block.iter().enumerate() {
-        let row = &scores[bi * n..(bi + 1) * n];
-        let mut near: Vec<(usize, f32)> = Vec::new();
-        for (j, &score) in row.iter().enumerate() {
-            if j == i {
-                continue;
-            }
-            let same_text = rows[i].content_hash == rows[j].content_hash;
-            if (score >= t.duplicate || same_text) && compatible(&rows[i], &rows[j], t.window_us) {
-                found.duplicates.push((i.min(j), i.max(j)));
-            } else if score >= t.similar && rows[i].namespace == rows[j].namespace {
-                near.push((j, score));
-            }
+    let mut close = Vec::new();
+    for &(other, score) in near {
+        if other.id == row.id {
+            continue;
         }
-        near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        for (j, score) in near.into_iter().take(t.per_row) {
-            similar.insert((i.min(j), i.max(j)), score);
+        let same_text = row.content_hash == other.content_hash;
+        if (score >= t.duplicate || same_text) && compatible(row, other, t.window_us) {
+            found.duplicates.push(other.id.clone());
+        } else if score >= t.similar && row.namespace == other.namespace {
+            close.push((other.id.clone(), score));
         }
     }
-    found.similar = similar.into_iter().map(|((a, b), s)| (a, b, s)).collect();
-    found.similar.sort_by_key(|p| (p.0, p.1));
+    close.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    close.truncate(t.per_row);
+    found.similar = close;
     found
+}
+
+/// The `limit` current memories of `row`'s namespace nearest its vector, with their cosine.
+async fn nearest(
+    store: &Store,
+    row: &MemoryRecord,
+    limit: usize,
+) -> Result<Vec<(String, f32)>, StoreError> {
+    let vector = normalized(&row.vector);
+    let namespace = Some(row.namespace.as_str());
+    let found = match store.nearest_held(&vector, namespace, limit).await? {
+        Some(found) => found,
+        None => {
+            let predicate = current().and(col("namespace").eq(row.namespace.as_str()));
+            store
+                .vector_search(&vector, &predicate, limit, false)
+                .await?
+        }
+    };
+    Ok(found
+        .into_iter()
+        .map(|s| (s.record.id, 1.0 - s.raw))
+        .collect())
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
@@ -161,47 +202,17 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let config = ctx.state.config.clone();
     let store = &ctx.store;
     let watermark = done_through(store, WATERMARK).await?;
-    // Episodes never merge: three failures of one edit are three failures, not one. Nor do
-    // the paragraphs of notes: the file says them, and a watched note's edits follow them.
-    let originals = current()
-        .and(col("is_summary").eq(false))
-        .and(col("action").null())
-        .and(
-            col("source")
-                .null()
-                .or(col("source").not_starts_with("file:")),
-        );
-    let new_rows = store
-        .count(&originals.clone().and(col("created_at").gt(watermark)))
-        .await?;
-    if new_rows == 0 {
+    let is_new = originals().and(col("created_at").gt(watermark));
+    // Only ids and times are held for the whole pass; each block reads its rows.
+    let mut fresh: Vec<(i64, String)> = Vec::new();
+    let listed = store.each_with_columns(&is_new, &["id", "created_at"], |r| {
+        fresh.push((r.created_at, r.id))
+    });
+    pace.guard(listed).await??;
+    if fresh.is_empty() {
         return Ok(());
     }
-    let mut rows = pace
-        .guard(store.columns_of(
-            &originals,
-            &[
-                "id",
-                "lineage",
-                "namespace",
-                "created_at",
-                "occurred_at",
-                "vector",
-                "content_hash",
-                "salience",
-                "access_count",
-            ],
-        ))
-        .await??;
-    rows.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    let dim = rows.iter().map(|r| r.vector.len()).max().unwrap_or(0);
-    let rows: Vec<MemoryRecord> = rows.into_iter().filter(|r| r.vector.len() == dim).collect();
-    let vectors: Arc<Vec<f32>> =
-        Arc::new(rows.iter().flat_map(|r| normalized(&r.vector)).collect());
-    let rows = Arc::new(rows);
-    let fresh: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].created_at > watermark)
-        .collect();
+    fresh.sort();
     let total = fresh.len() as u64;
     let thresholds = Thresholds {
         duplicate: config.dedup_threshold,
@@ -209,37 +220,93 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         per_row: config.similar_per_memory,
         window_us: (config.dedup_event_window_hours * 3_600_000_000.0) as i64,
     };
-    let mut groups = Groups::new(rows.len());
-    let mut gains: HashMap<usize, (i64, f32)> = HashMap::new();
-    let fresh_times: Vec<i64> = fresh.iter().map(|&i| rows[i].created_at).collect();
-    for range in time_blocks(&fresh_times, BLOCK) {
+    let limit = config.similar_per_memory + EXTRA_NEIGHBOURS;
+    let mut groups = Groups::default();
+    // Creation times of the memories merged so far, to tell the older of two sets.
+    let mut ages: HashMap<String, i64> = HashMap::new();
+    let times: Vec<i64> = fresh.iter().map(|f| f.0).collect();
+    for range in time_blocks(&times, BLOCK) {
         pace.checkpoint().await?;
-        let block = &fresh[range.clone()];
-        let (r, v, blk) = (rows.clone(), vectors.clone(), block.to_vec());
-        let found = pace
-            .guard(tokio::task::spawn_blocking(move || {
-                find_neighbours(&r, &v, dim, &blk, thresholds)
-            }))
-            .await?
-            .map_err(|e| Stop::Failed(format!("dedup worker: {e}")))?;
-        // survivor id -> (accesses to add, highest salience); merged id -> survivor id.
+        let ids: Vec<&str> = fresh[range.clone()].iter().map(|f| f.1.as_str()).collect();
+        let mut columns = FACTS.to_vec();
+        columns.push("vector");
+        let block = pace
+            .guard(store.columns_of(&originals().and(col("id").one_of(&ids)), &columns))
+            .await??;
+        let mut near_ids: Vec<Vec<(String, f32)>> = Vec::with_capacity(block.len());
+        for row in &block {
+            near_ids.push(pace.guard(nearest(store, row, limit)).await??);
+        }
+        let named: Vec<&str> = near_ids.iter().flatten().map(|n| n.0.as_str()).collect();
+        let known: HashMap<String, MemoryRecord> = pace
+            .guard(store.columns_of(&originals().and(col("id").one_of(&named)), &FACTS))
+            .await??
+            .into_iter()
+            .map(|r| (r.id.clone(), r))
+            .collect();
+        let lookup = |id: &str| block.iter().find(|r| r.id == id).or_else(|| known.get(id));
+        // merged id -> survivor id; survivor id -> (accesses to add, highest salience merged).
         let mut merged: Vec<(String, String)> = Vec::new();
-        let mut touched: HashMap<usize, (i64, f32)> = HashMap::new();
-        for &(a, c) in &found.duplicates {
-            if let Some((keep, gone)) = groups.join(a, c) {
-                merged.push((rows[gone].id.clone(), rows[keep].id.clone()));
-                // Totals over the whole pass: a survivor can gain in several blocks.
-                let gain = gains.entry(keep).or_insert((0, rows[keep].salience));
-                gain.0 += rows[gone].access_count + 1;
-                gain.1 = gain.1.max(rows[gone].salience);
-                touched.insert(keep, *gain);
+        let mut gains: HashMap<String, (i64, f32)> = HashMap::new();
+        // Near pairs (older first), once each however many sides found them.
+        let mut near_pairs: HashMap<(&str, &str), (&MemoryRecord, &MemoryRecord, f32)> =
+            HashMap::new();
+        for (row, near) in block.iter().zip(&near_ids) {
+            let near: Vec<(&MemoryRecord, f32)> = near
+                .iter()
+                .filter_map(|(id, score)| Some((known.get(id)?, *score)))
+                .collect();
+            let found = neighbours_of(row, &near, thresholds);
+            for other in found.duplicates.iter().filter_map(|id| known.get(id)) {
+                ages.insert(row.id.clone(), row.created_at);
+                ages.insert(other.id.clone(), other.created_at);
+                let age = |id: &str| ages.get(id).copied().unwrap_or(i64::MAX);
+                let Some((keep, gone)) = groups.join(&row.id, &other.id, age) else {
+                    continue;
+                };
+                // What the merged one had gained in this block passes on with it.
+                let carried = gains.remove(&gone).unwrap_or((0, f32::MIN));
+                let gain = gains.entry(keep.clone()).or_insert((0, f32::MIN));
+                if let Some(lost) = lookup(&gone) {
+                    gain.0 += lost.access_count + 1;
+                    gain.1 = gain.1.max(lost.salience);
+                }
+                gain.0 += carried.0;
+                gain.1 = gain.1.max(carried.1);
+                merged.push((gone, keep));
+            }
+            for (other, score) in &found.similar {
+                let Some(other) = known.get(other) else {
+                    continue;
+                };
+                let (a, b) = if (row.created_at, &row.id) < (other.created_at, &other.id) {
+                    (row, other)
+                } else {
+                    (other, row)
+                };
+                near_pairs.insert((a.id.as_str(), b.id.as_str()), (a, b, *score));
             }
         }
+        let now = now_micros();
+        let similar: Vec<EdgeRecord> = near_pairs
+            .into_values()
+            .filter(|(a, b, _)| !groups.merged(&a.id) && !groups.merged(&b.id))
+            .map(|(a, b, score)| {
+                EdgeRecord::new(
+                    &a.namespace,
+                    Node::memory(&a.lineage),
+                    Node::memory(&b.lineage),
+                    EdgeType::Similar,
+                    score.min(1.0),
+                    BY_CONSOLIDATION,
+                    now,
+                )
+            })
+            .collect();
         if !merged.is_empty() {
-            apply(&ctx, &rows, &merged, &touched).await?;
+            apply(store, &merged, &gains).await?;
             bump(record, "merged", merged.len() as u64);
         }
-        let similar = similar_edges(&rows, &found.similar, &mut groups, now_micros());
         if !similar.is_empty() {
             store
                 .writer()
@@ -247,7 +314,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
                 .await?;
             bump(record, "similar", similar.len() as u64);
         }
-        let through = rows[*block.last().unwrap_or(&0)].created_at;
+        let through = times[range.end - 1];
         store.meta_set(WATERMARK, &through.to_string()).await?;
         bump(record, "compared", block.len() as u64);
         record.cursor = Some(through.to_string());
@@ -257,40 +324,23 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     Ok(())
 }
 
-/// SIMILAR edges between the lineages of near pairs, but not to a memory merged away.
-fn similar_edges(
-    rows: &[MemoryRecord],
-    near: &[(usize, usize, f32)],
-    groups: &mut Groups,
-    now: i64,
-) -> Vec<EdgeRecord> {
-    near.iter()
-        .filter(|(a, b, _)| groups.root(*a) == *a && groups.root(*b) == *b)
-        .map(|&(a, b, score)| {
-            EdgeRecord::new(
-                &rows[a].namespace,
-                Node::memory(&rows[a].lineage),
-                Node::memory(&rows[b].lineage),
-                EdgeType::Similar,
-                score.min(1.0),
-                BY_CONSOLIDATION,
-                now,
-            )
-        })
-        .collect()
-}
-
-/// Closes the merged rows (pointing at their survivor), then lifts the survivors. Each patch
-/// touches only rows still current, and the writer orders it with updates, so a concurrent
-/// `memory.update` and a merge never both close the same row.
+/// Closes the merged rows (pointing at their survivor), then lifts the survivors by what
+/// they `gains` (accesses to add, the highest salience merged) over what they hold now. Each
+/// patch touches only rows still current, and the writer orders it with updates, so a
+/// concurrent `memory.update` and a merge never both close the same row.
 async fn apply(
-    ctx: &super::Consolidator,
-    rows: &[MemoryRecord],
+    store: &Store,
     merged: &[(String, String)],
-    gains: &HashMap<usize, (i64, f32)>,
-) -> Result<(), Stop> {
+    gains: &HashMap<String, (i64, f32)>,
+) -> Result<(), StoreError> {
+    let survivors: Vec<&str> = gains.keys().map(String::as_str).collect();
+    let held = store
+        .columns_of(
+            &current().and(col("id").one_of(&survivors)),
+            &["id", "access_count", "salience"],
+        )
+        .await?;
     let now = now_micros();
-    let store = &ctx.store;
     let closed = store.patch(vec![
         (
             "id",
@@ -322,18 +372,17 @@ async fn apply(
             only_if: Some(current().on_target()),
         })
         .await?;
-    let keep: Vec<(&MemoryRecord, i64, f32)> = gains
+    let keep: Vec<(&str, i64, f32)> = held
         .iter()
-        .map(|(&k, &(n, s))| (&rows[k], rows[k].access_count + n, s))
+        .filter_map(|r| {
+            let (n, salience) = gains.get(&r.id)?;
+            Some((r.id.as_str(), r.access_count + n, r.salience.max(*salience)))
+        })
         .collect();
     let lifted = store.patch(vec![
         (
             "id",
-            Arc::new(
-                keep.iter()
-                    .map(|k| Some(k.0.id.as_str()))
-                    .collect::<StringArray>(),
-            ),
+            Arc::new(keep.iter().map(|k| Some(k.0)).collect::<StringArray>()),
         ),
         (
             "access_count",
@@ -364,93 +413,74 @@ mod tests {
     use super::*;
     use crate::store::schema::tests::record;
 
-    fn row(id: &str, hash: &str, vector: Vec<f32>, occurred: Option<i64>) -> MemoryRecord {
-        let mut r = record(id, id, vector.len());
-        r.vector = vector;
+    fn row(id: &str, hash: &str, occurred: Option<i64>) -> MemoryRecord {
+        let mut r = record(id, id, 3);
         r.content_hash = hash.into();
         r.occurred_at = occurred;
         r
     }
 
-    fn neighbours(rows: &[MemoryRecord], block: &[usize]) -> Neighbours {
-        let dim = rows[0].vector.len();
-        let v: Vec<f32> = rows.iter().flat_map(|r| normalized(&r.vector)).collect();
-        let t = Thresholds {
-            duplicate: 0.95,
-            similar: 0.7,
-            per_row: 1,
-            window_us: 3_600_000_000,
-        };
-        let mut found = find_neighbours(rows, &v, dim, block, t);
-        found.duplicates.sort();
-        found.duplicates.dedup();
-        found
-    }
-
-    fn pairs(rows: &[MemoryRecord], block: &[usize]) -> Vec<(usize, usize)> {
-        neighbours(rows, block).duplicates
-    }
+    const T: Thresholds = Thresholds {
+        duplicate: 0.95,
+        similar: 0.7,
+        per_row: 1,
+        window_us: 3_600_000_000,
+    };
 
     #[test]
-    fn near_vectors_and_equal_texts_pair_up() {
-        let rows = vec![
-            row("a", "h1", vec![1.0, 0.0, 0.0], None),
-            row("b", "h2", vec![0.0, 1.0, 0.0], None),
-            row("c", "h3", vec![0.99, 0.05, 0.0], None), // near a
-            row("d", "h2", vec![0.0, 0.0, 1.0], None),   // same text as b
-        ];
-        assert_eq!(pairs(&rows, &[2, 3]), vec![(0, 2), (1, 3)]);
+    fn near_vectors_and_equal_texts_are_duplicates() {
+        let (a, b) = (row("a", "h1", None), row("b", "h2", None));
+        let c = row("c", "h3", None);
+        let found = neighbours_of(&c, &[(&c, 1.0), (&a, 0.998), (&b, 0.05)], T);
+        assert_eq!(found.duplicates, ["a"]);
+        // The same text is the same memory however far its vector lies.
+        let d = row("d", "h2", None);
+        assert_eq!(neighbours_of(&d, &[(&b, 0.1)], T).duplicates, ["b"]);
     }
 
     #[test]
     fn events_far_apart_in_time_stay_apart() {
         let hour = 3_600_000_000;
-        let rows = vec![
-            row("a", "h", vec![1.0, 0.0], Some(0)),
-            row("b", "h", vec![1.0, 0.0], Some(48 * hour)),
-            row("c", "h", vec![1.0, 0.0], Some(48 * hour + 10)),
-        ];
-        assert_eq!(pairs(&rows, &[1, 2]), vec![(1, 2)]);
-    }
-
-    #[test]
-    fn the_nearest_non_duplicate_of_each_new_row_is_similar() {
-        let rows = vec![
-            row("a", "h1", vec![1.0, 0.0, 0.0], None),
-            row("b", "h2", vec![0.8, 0.6, 0.0], None), // cos 0.8 with a
-            row("c", "h3", vec![0.0, 1.0, 0.0], None), // cos 0.6 with b: too far
-            row("d", "h4", vec![0.9, 0.0, 0.436], None), // cos 0.9 with a, 0.72 with b
-            row("e", "h5", vec![1.0, 0.0, 0.0], None), // a duplicate of a, not new
-        ];
-        let found = neighbours(&rows, &[1, 2, 3]);
-        // b's nearest is a; c has none; d's nearest is a (one per row); e is not new.
-        let similar: Vec<(usize, usize)> = found.similar.iter().map(|p| (p.0, p.1)).collect();
-        assert_eq!(similar, vec![(0, 1), (0, 3)]);
-        assert!((found.similar[0].2 - 0.8).abs() < 1e-3);
-        assert!(found.duplicates.is_empty());
-
-        // Another namespace is never similar; a merged row gets no edge.
-        let mut other = rows.clone();
-        other[0].namespace = "elsewhere".into();
-        let found = neighbours(&other, &[1]);
-        assert!(found.similar.iter().all(|p| p.0 != 0), "{found:?}");
-        let mut groups = Groups::new(rows.len());
-        groups.join(0, 4);
-        let edges = similar_edges(&rows, &[(0, 1, 0.8), (1, 4, 0.8)], &mut groups, 7);
-        assert_eq!(edges.len(), 1);
-        assert_eq!(edges[0].edge_type, EdgeType::Similar);
+        let a = row("a", "h", Some(0));
+        let b = row("b", "h", Some(48 * hour));
+        let c = row("c", "h", Some(48 * hour + 10));
+        assert!(neighbours_of(&b, &[(&a, 1.0)], T).duplicates.is_empty());
         assert_eq!(
-            (edges[0].src_id.as_str(), edges[0].dst_id.as_str()),
-            ("a", "b")
+            neighbours_of(&c, &[(&a, 1.0), (&b, 1.0)], T).duplicates,
+            ["b"]
         );
     }
 
     #[test]
+    fn the_nearest_non_duplicates_of_a_row_are_similar() {
+        let (a, c, d) = (
+            row("a", "h1", None),
+            row("c", "h3", None),
+            row("d", "h4", None),
+        );
+        let b = row("b", "h2", None);
+        // b's nearest above the threshold is d (one per row); c is too far.
+        let found = neighbours_of(&b, &[(&a, 0.8), (&c, 0.6), (&d, 0.9)], T);
+        assert_eq!(found.similar, [("d".to_string(), 0.9)]);
+        assert!(found.duplicates.is_empty());
+        // Another namespace is never similar.
+        let mut elsewhere = d.clone();
+        elsewhere.namespace = "elsewhere".into();
+        let found = neighbours_of(&b, &[(&elsewhere, 0.9), (&a, 0.8)], T);
+        assert_eq!(found.similar, [("a".to_string(), 0.8)]);
+    }
+
+    #[test]
     fn chains_merge_into_the_oldest() {
-        let mut g = Groups::new(4);
-        assert_eq!(g.join(2, 3), Some((2, 3)));
-        assert_eq!(g.join(0, 3), Some((0, 2)));
-        assert_eq!(g.join(2, 0), None);
-        assert_eq!(g.root(3), 0);
+        let ages: HashMap<&str, i64> = [("w", 0), ("x", 1), ("y", 2), ("z", 2)].into();
+        let age = |id: &str| ages[id];
+        let mut g = Groups::default();
+        assert_eq!(g.join("y", "z", age), Some(("y".into(), "z".into())));
+        assert_eq!(g.join("z", "x", age), Some(("x".into(), "y".into())));
+        assert_eq!(g.join("x", "z", age), None);
+        assert_eq!(g.root("z"), "x");
+        assert!(g.merged("z") && g.merged("y") && !g.merged("x"));
+        assert_eq!(g.join("w", "y", age), Some(("w".into(), "x".into())));
+        assert_eq!(g.root("z"), "w");
     }
 }
