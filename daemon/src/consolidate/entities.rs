@@ -24,16 +24,13 @@ const WATERMARK: &str = "consolidate.entities_through";
 /// (namespace, session) → the speakers of its lines (folded).
 type Speakers = HashMap<(String, String), BTreeSet<String>>;
 
-pub fn speakers(rows: &[MemoryRecord]) -> Speakers {
-    let mut out = Speakers::new();
-    for r in rows {
-        if let (Some(session), Some(who)) = (&r.session_id, speaker(&r.content)) {
-            out.entry((r.namespace.clone(), session.clone()))
-                .or_default()
-                .insert(who);
-        }
+/// Notes `r`'s speaker among those of its session.
+fn note_speaker(out: &mut Speakers, r: &MemoryRecord) {
+    if let (Some(session), Some(who)) = (&r.session_id, speaker(&r.content)) {
+        out.entry((r.namespace.clone(), session.clone()))
+            .or_default()
+            .insert(who);
     }
-    out
 }
 
 /// The (alias, entity) pairs `r` proves, folded: what it states, and whom it greets when
@@ -65,32 +62,49 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let store = &ctx.store;
     let book: &EntityBook = &ctx.entities;
     let watermark = done_through(store, WATERMARK).await?;
-    let mut rows = pace
-        .guard(store.columns_of(
-            &current().and(col("created_at").gt(watermark)),
-            &[
-                "id",
-                "namespace",
-                "session_id",
-                "entities",
-                "content",
-                "created_at",
-            ],
-        ))
-        .await??;
-    rows.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    let speakers = speakers(&rows);
-    let times: Vec<i64> = rows.iter().map(|r| r.created_at).collect();
-    let total = rows.len() as u64;
-    // Aliases first, so names said together relate under the entity's own key.
-    for r in &rows {
-        for (alias, of) in proven(r, &speakers) {
-            if book.merge(&r.namespace, &alias, &of) {
-                bump(record, "aliases", 1);
-            }
+    let new = current().and(col("created_at").gt(watermark));
+    // Two passes over the new memories' texts, none held: the speakers of each session,
+    // then what each line proves and the names it says together. Only lines naming two
+    // entities or more are kept (without their text) for relating: at 1M new memories
+    // holding them all took 1.6 GB.
+    let mut speakers = Speakers::new();
+    let spoken = new.clone().and(col("session_id").not_null());
+    let noted = store.each_with_columns(&spoken, &["namespace", "session_id", "content"], |r| {
+        note_speaker(&mut speakers, &r)
+    });
+    pace.guard(noted).await??;
+    let mut proofs: Vec<(i64, String, String, String)> = Vec::new();
+    let mut rows: Vec<MemoryRecord> = Vec::new();
+    let mut last = watermark;
+    let columns = [
+        "id",
+        "namespace",
+        "session_id",
+        "entities",
+        "content",
+        "created_at",
+    ];
+    let read = store.each_with_columns(&new, &columns, |mut r| {
+        last = last.max(r.created_at);
+        for (alias, of) in proven(&r, &speakers) {
+            proofs.push((r.created_at, r.namespace.clone(), alias, of));
+        }
+        if r.entities.len() > 1 {
+            r.content = String::new();
+            rows.push(r);
+        }
+    });
+    pace.guard(read).await??;
+    // Aliases first, in the order they were said, so names said together relate under the
+    // entity's own key.
+    proofs.sort();
+    for (_, namespace, alias, of) in &proofs {
+        if book.merge(namespace, alias, of) {
+            bump(record, "aliases", 1);
         }
     }
     bump(record, "spellings", book.merge_spellings() as u64);
+    rows.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     for r in &mut rows {
         r.entities = r
             .entities
@@ -98,6 +112,8 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             .map(|key| book.canonical(&r.namespace, key))
             .collect();
     }
+    let times: Vec<i64> = rows.iter().map(|r| r.created_at).collect();
+    let total = rows.len() as u64;
     for block in time_blocks(&times, config.batch_rows.max(1)) {
         pace.checkpoint().await?;
         let end = block.end;
@@ -110,6 +126,9 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         let through = block.last().map_or(watermark, |r| r.created_at);
         store.meta_set(WATERMARK, &through.to_string()).await?;
         pace.progress(Phase::Entities, end as u64, total);
+    }
+    if last > watermark {
+        store.meta_set(WATERMARK, &last.to_string()).await?;
     }
     Ok(())
 }
@@ -135,7 +154,8 @@ mod tests {
             line("s2", "Caroline: Hey Mel!"),
             line("s3", "Mel: call me Mel, I mean it"),
         ];
-        let speakers = speakers(&rows);
+        let mut speakers = Speakers::new();
+        rows.iter().for_each(|r| note_speaker(&mut speakers, r));
         assert_eq!(
             proven(&rows[1], &speakers),
             vec![("mel".into(), "melanie".into())]

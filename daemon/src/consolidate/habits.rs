@@ -20,15 +20,29 @@ const WINDOW_US: i64 = 30 * 86_400_000_000;
 /// Recent texts read for topics by time of day.
 const MAX_TEXTS: usize = 5000;
 
+/// A namespace's memories: when each was made, and how many each project has.
+#[derive(Default)]
+struct Activity {
+    times: Vec<i64>,
+    uses: HashMap<String, u64>,
+}
+
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {
     let ctx = pace.ctx().clone();
     let now = now_micros();
-    let activity = pace
-        .guard(
-            ctx.store
-                .columns_of(&current(), &["namespace", "created_at", "project_id"]),
-        )
-        .await??;
+    // Folded as read: at 1M memories the rows themselves took hundreds of MB.
+    let mut activity: HashMap<String, Activity> = HashMap::new();
+    let all = current();
+    let read = ctx
+        .store
+        .each_with_columns(&all, &["namespace", "created_at", "project_id"], |r| {
+            let mine = activity.entry(r.namespace).or_default();
+            mine.times.push(r.created_at);
+            if let Some(p) = r.project_id {
+                *mine.uses.entry(p).or_default() += 1;
+            }
+        });
+    pace.guard(read).await??;
     let texts = pace
         .guard(ctx.store.plain_rows(
             &current().and(col("created_at").ge(now - WINDOW_US)),
@@ -47,8 +61,8 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         .map(|p| (p.id.clone(), p))
         .collect();
     let namespaces: BTreeSet<String> = activity
-        .iter()
-        .map(|r| r.namespace.clone())
+        .keys()
+        .cloned()
         .chain(episodes.iter().map(|e| e.namespace.clone()))
         .collect();
     let settings = ctx.agent.learning(now);
@@ -60,21 +74,11 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         ctx.agent.replace_procedures(namespace, learned).await?;
 
         let mine = |ns: &String| ns == namespace;
-        let times: Vec<i64> = activity
-            .iter()
-            .filter(|r| mine(&r.namespace))
-            .map(|r| r.created_at)
-            .collect();
-        let mut uses: HashMap<&str, u64> = HashMap::new();
-        for r in activity.iter().filter(|r| mine(&r.namespace)) {
-            if let Some(p) = &r.project_id {
-                *uses.entry(p.as_str()).or_default() += 1;
-            }
-        }
+        let Activity { times, uses } = activity.remove(namespace).unwrap_or_default();
         let used: Vec<Project> = uses
             .into_iter()
             .filter_map(|(id, n)| {
-                let mut p = projects.get(id)?.clone();
+                let mut p = projects.get(&id)?.clone();
                 p.interaction_count = n;
                 Some(p)
             })
