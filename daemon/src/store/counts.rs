@@ -9,7 +9,7 @@ use mnemo_protocol::daemon::MemoryCounts;
 
 use super::filter::current;
 use super::schema::{from_batch, MemoryRecord};
-use super::sql::matching;
+use super::sql::{col, matching};
 use super::StoreError;
 
 #[derive(Default)]
@@ -60,6 +60,28 @@ impl Counts {
         let mut counts = self.lock();
         Self::change(&mut counts, old, -1);
         Self::add_current(&mut counts, std::slice::from_ref(new));
+    }
+
+    /// Rows closed (as read while current, before the commit that closed them).
+    pub fn closed(&self, rows: &[MemoryRecord]) {
+        let mut counts = self.lock();
+        for r in rows {
+            Self::change(&mut counts, r, -1);
+        }
+    }
+
+    /// The current rows among `ids`, with what they are counted by.
+    pub async fn current_among(
+        table: &Table,
+        ids: &[&str],
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        let batches = matching(
+            table,
+            &current().and(col("id").one_of(ids)),
+            Some(&["kind", "namespace"]),
+        )
+        .await?;
+        Ok(batches.iter().flat_map(from_batch).collect())
     }
 
     /// Counts from the table (at start, and after deletes and bulk closes).
