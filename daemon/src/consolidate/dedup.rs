@@ -30,8 +30,7 @@ use super::pace::{Pace, Stop};
 use super::{bump, done_through, save_cursor, time_blocks, BY_CONSOLIDATION};
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
-use crate::store::sql::Pred;
-use crate::store::{col, MemoryRecord, Store, StoreError, WriteOp};
+use crate::store::{col, MemoryRecord, Pred, Store, StoreError, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
 
@@ -74,9 +73,6 @@ struct Groups {
     parent: HashMap<String, String>,
 }
 
-/// Which of two memories is older: by creation time, then id.
-type Age<'a> = (i64, &'a str);
-
 impl Groups {
     fn root(&mut self, id: &str) -> String {
         let mut at = id.to_string();
@@ -98,11 +94,9 @@ impl Groups {
         if ra == rb {
             return None;
         }
-        let older = |x: &String, y: &String| -> bool {
-            let (ax, ay): (Age, Age) = ((age(x), x.as_str()), (age(y), y.as_str()));
-            ax < ay
-        };
-        let (keep, gone) = if older(&ra, &rb) { (ra, rb) } else { (rb, ra) };
+        // The older by creation time, then id.
+        let older = (age(&ra), &ra) < (age(&rb), &rb);
+        let (keep, gone) = if older { (ra, rb) } else { (rb, ra) };
         self.parent.insert(gone.clone(), keep.clone());
         Some((keep, gone))
     }

@@ -460,10 +460,17 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                 let deletes_edges = on_edges && matches!(op, WriteOp::DeleteWhere { .. });
                 // Rows closed by id are counted off as they were; any other change of the
                 // current rows is counted again (at 1M memories ~0.3 s of holding writes).
-                let closing = match op.closes() {
-                    Some(ids) => Counts::current_among(&memories.table, &ids).await.ok(),
+                let closes: Option<Vec<String>> = op
+                    .closes()
+                    .map(|ids| ids.into_iter().map(str::to_string).collect());
+                let closing = match &closes {
+                    Some(ids) => {
+                        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                        Counts::current_among(&memories.table, &ids).await.ok()
+                    }
                     None => None,
                 };
+                let reembeds = op.patches("vector");
                 let result = commit_single(memories, op).await;
                 if deletes_edges {
                     // Which were deleted is Lance's to say: searches walk it until the edges
@@ -480,9 +487,14 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     }
                 }
                 if result.is_ok() && changes_vectors {
-                    // Closed, deleted or re-embedded rows: the held codes would propose
-                    // the wrong rows until read again, so the ANN index serves meanwhile.
-                    memories.nearest.invalidate();
+                    match &closes {
+                        // Rows closed by id leave the codes; the rest stay held.
+                        Some(ids) if !reembeds => memories.nearest.retired(ids),
+                        // Deleted or re-embedded rows, or closed by a condition: the held
+                        // codes would propose the wrong rows until read again, so the ANN
+                        // index serves meanwhile.
+                        _ => memories.nearest.invalidate(),
+                    }
                 }
                 if result.is_ok() && changes_ranking {
                     // Rows ranked from held values would rank at the old ones, and rows
@@ -523,8 +535,8 @@ impl WriteOp {
         if valid_to.null_count() != 0 {
             return None;
         }
-        // Past a few thousand ids, one scan of the counted columns is cheaper than the list.
-        if batch.num_rows() > 4_096 {
+        // Past that many ids, one scan of the counted columns is cheaper than the list.
+        if batch.num_rows() > 16_384 {
             return None;
         }
         let ids = batch.column_by_name("id")?;

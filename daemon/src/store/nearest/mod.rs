@@ -255,12 +255,12 @@ impl Nearest {
             .filter(|r| r.valid_to.is_none() && r.embed_model == model && !r.vector.is_empty())
             .map(|r| (r, r.entities.iter().map(|e| stored_entity(e)).collect()))
             .collect();
-        if new.is_empty() && closed.is_empty() {
+        self.retired(&closed);
+        if new.is_empty() {
             return;
         }
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         if let Some(codes) = guard.as_mut() {
-            closed.iter().for_each(|id| codes.retire(id));
             let rows = codes.len() + new.len();
             if rows > self.max_rows {
                 tracing::info!(
@@ -291,10 +291,33 @@ impl Nearest {
         }
         if self.reading.load(Ordering::Acquire) {
             let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
-            meanwhile.extend(closed.iter().map(|id| Meanwhile::Retired(id.to_string())));
             meanwhile.extend(
                 new.into_iter()
                     .map(|(r, entities)| Meanwhile::Held(Box::new(r.clone()), entities)),
+            );
+        }
+    }
+
+    /// Rows closed by id leave the codes (and the codes being read, once they are placed).
+    /// Dropping all the codes instead sent every search to the ANN index until the next
+    /// pass had read them again: at 1M memories, each of dedup's merges.
+    pub fn retired(&self, ids: &[impl AsRef<str>]) {
+        if ids.is_empty() {
+            return;
+        }
+        if let Some(codes) = self
+            .codes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            ids.iter().for_each(|id| codes.retire(id.as_ref()));
+        }
+        if self.reading.load(Ordering::Acquire) {
+            let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
+            meanwhile.extend(
+                ids.iter()
+                    .map(|id| Meanwhile::Retired(id.as_ref().to_string())),
             );
         }
     }
@@ -862,6 +885,7 @@ mod tests {
     #[tokio::test]
     async fn a_search_finds_what_was_written_and_never_what_was_forgotten_or_replaced() {
         use crate::store::{col, WriteOp};
+        use lancedb::arrow::arrow_array::{ArrayRef, Int64Array, StringArray};
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::test_store(dir.path()).await;
         // Until the codes are read, the ANN index answers.
@@ -980,6 +1004,25 @@ mod tests {
         assert!(!nearest_ids(&store, 0, None)
             .await
             .contains(&"a".to_string()));
+        // A merge closing a row by id (dedup's) keeps the codes held, without that row.
+        let ids: ArrayRef = std::sync::Arc::new(StringArray::from(vec!["b"]));
+        let closed: ArrayRef = std::sync::Arc::new(Int64Array::from(vec![Some(9)]));
+        let batch = store
+            .patch(vec![("id", ids), ("valid_to", closed)])
+            .unwrap();
+        let only_if = Some(crate::store::filter::current().on_target());
+        writer
+            .submit(WriteOp::Patch { batch, only_if })
+            .await
+            .unwrap();
+        let ids = nearest_ids(&store, 1, None).await;
+        assert!(store
+            .nearest_held(&unit(1), None, 3)
+            .await
+            .unwrap()
+            .is_some());
+        assert!(!ids.contains(&"b".to_string()), "{ids:?}");
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(2));
     }
 
     #[test]
