@@ -107,11 +107,6 @@ impl Groups {
     }
 }
 
-fn normalized(v: &[f32]) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    v.iter().map(|x| x / norm).collect()
-}
-
 /// Whether two rows may be the same memory beyond their text: same namespace, and events
 /// close enough in time when both are dated.
 fn compatible(a: &MemoryRecord, b: &MemoryRecord, window_us: i64) -> bool {
@@ -174,17 +169,13 @@ async fn nearest(
     row: &MemoryRecord,
     limit: usize,
 ) -> Result<Vec<(String, f32)>, StoreError> {
-    let vector = normalized(&row.vector);
-    let namespace = Some(row.namespace.as_str());
-    let found = match store.nearest_held(&vector, namespace, limit).await? {
-        Some(found) => found,
-        None => {
-            let predicate = current().and(col("namespace").eq(row.namespace.as_str()));
-            store
-                .vector_search(&vector, &predicate, limit, false)
-                .await?
-        }
-    };
+    let mut vector = row.vector.clone();
+    crate::linalg::l2_normalize(&mut vector);
+    let namespace = row.namespace.as_str();
+    let predicate = current().and(col("namespace").eq(namespace));
+    let found = store
+        .nearest_current(&vector, Some(namespace), &predicate, limit)
+        .await?;
     Ok(found
         .into_iter()
         .map(|s| (s.record.id, 1.0 - s.raw))

@@ -162,18 +162,14 @@ impl Recall {
             }
             let vector = self.query_vector(legs_query).await?;
             let embedded = started.elapsed();
-            let held = if plain_filter && !p.exact {
-                store.nearest_held(&vector, namespace, pool).await?
+            let hits = if plain_filter && !p.exact {
+                store
+                    .nearest_current(&vector, namespace, &predicate, pool)
+                    .await?
             } else {
-                None
-            };
-            let hits = match held {
-                Some(hits) => hits,
-                None => {
-                    store
-                        .vector_search(&vector, &predicate, pool, p.exact)
-                        .await?
-                }
+                store
+                    .vector_search(&vector, &predicate, pool, p.exact)
+                    .await?
             };
             tracing::debug!(
                 "search: query embedded in {:.1} ms, vector leg done at {:.1} ms",

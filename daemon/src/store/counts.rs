@@ -9,7 +9,7 @@ use mnemo_protocol::daemon::MemoryCounts;
 
 use super::filter::current;
 use super::schema::{from_batch, MemoryRecord};
-use super::sql::{col, matching};
+use super::sql::{col, matching, Pred};
 use super::StoreError;
 
 #[derive(Default)]
@@ -75,25 +75,24 @@ impl Counts {
         table: &Table,
         ids: &[&str],
     ) -> Result<Vec<MemoryRecord>, StoreError> {
-        let batches = matching(
-            table,
-            &current().and(col("id").one_of(ids)),
-            Some(&["kind", "namespace"]),
-        )
-        .await?;
-        Ok(batches.iter().flat_map(from_batch).collect())
+        counted(table, &current().and(col("id").one_of(ids))).await
     }
 
     /// Counts from the table (at start, and after deletes and bulk closes).
     pub async fn recount(&self, table: &Table) -> Result<(), StoreError> {
-        let batches = matching(table, &current(), Some(&["kind", "namespace"])).await?;
         let mut counts = MemoryCounts::default();
-        for r in batches.iter().flat_map(from_batch) {
+        for r in counted(table, &current()).await? {
             Self::change(&mut counts, &r, 1);
         }
         *self.lock() = counts;
         Ok(())
     }
+}
+
+/// The rows `predicate` admits, with what they are counted by.
+async fn counted(table: &Table, predicate: &Pred) -> Result<Vec<MemoryRecord>, StoreError> {
+    let batches = matching(table, predicate, Some(&["kind", "namespace"])).await?;
+    Ok(batches.iter().flat_map(from_batch).collect())
 }
 
 #[cfg(test)]

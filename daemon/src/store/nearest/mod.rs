@@ -464,6 +464,22 @@ impl Store {
         Ok(Some(found))
     }
 
+    /// The vector leg for a search whose only filter is the namespace (and current rows):
+    /// from what is held in memory ([`Store::nearest_held`]), else through the ANN index
+    /// with `predicate`, which must say the same.
+    pub async fn nearest_current(
+        &self,
+        vector: &[f32],
+        namespace: Option<&str>,
+        predicate: &crate::store::Pred,
+        limit: usize,
+    ) -> Result<Vec<Scored>, StoreError> {
+        match self.nearest_held(vector, namespace, limit).await? {
+            Some(found) => Ok(found),
+            None => self.vector_search(vector, predicate, limit, false).await,
+        }
+    }
+
     /// The rows retrieved candidates are answered with ([`answered_columns`]), by id: taken
     /// at their row ids, and read by id where a row moved since (a compaction or an update in
     /// between). A take reads each column apart in each fragment its rows lie in, so the rows
