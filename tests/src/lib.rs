@@ -57,6 +57,15 @@ pub fn private_dir() -> TempDir {
 }
 
 /// A binary of this workspace, next to the test executable's `deps` directory.
+/// The tests crate's directory in the checkout under test. Cargo names it to each test it
+/// runs; the path built in is the checkout the binary was built in, which a target dir shared
+/// between checkouts (CI's fresh clones) may hold from one since deleted.
+pub fn tests_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 pub fn workspace_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");

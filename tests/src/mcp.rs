@@ -52,7 +52,7 @@ impl McpSession {
             "stderr": stderr_log,
         });
         let mut driver = Command::new("python3")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/driver.py"))
+            .arg(crate::tests_dir().join("mcp/driver.py"))
             .arg(spec.to_string())
             .env("PYTHONPATH", sdk_dir())
             .stdin(Stdio::piped())

@@ -2,14 +2,18 @@
 //! watchdog work with the real binary, the launchd plist parses, man pages come from the
 //! binaries, `mnemo doctor` reports a working install, and install.sh upgrades in place.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mnemo_tests::{workspace_bin, Daemon, Embedder};
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+fn repo() -> PathBuf {
+    let tests = mnemo_tests::tests_dir();
+    tests
+        .parent()
+        .expect("the workspace holds the tests crate")
+        .to_path_buf()
 }
 
 fn need(tool: &str, package: &str) {

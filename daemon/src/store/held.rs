@@ -274,6 +274,11 @@ impl Held {
         }
     }
 
+    /// Whether rows' [`HELD_WITH_VECTORS`] are held.
+    pub fn holds_with_vectors(&self) -> bool {
+        self.holds_with_vectors
+    }
+
     /// Lets every row's [`HELD_WITH_VECTORS`] go, and holds none from now.
     pub fn drop_with_vectors(&mut self) {
         self.holds_with_vectors = false;
@@ -295,21 +300,30 @@ impl Held {
     }
 
     /// The values of `record`, whose entities are stored as `entities`.
-    fn fields(&mut self, record: &MemoryRecord, entities: &[String]) -> Fields {
-        let entities_at = self.entity_of.len() as u32;
+    /// `held` is where the row's entities lie now, if it is held: they are written over
+    /// where they fit, so a row read again adds nothing.
+    fn fields(
+        &mut self,
+        record: &MemoryRecord,
+        entities: &[String],
+        held: Option<(u32, u16)>,
+    ) -> Fields {
         let entities = &entities[..entities.len().min(u16::MAX as usize)];
-        for name in entities {
-            let index = match self.name_index.get(name.as_str()) {
-                Some(&i) => i,
-                None => {
-                    let i = self.names.len() as u32;
-                    self.names.push(name.as_str().into());
-                    self.name_index.insert(name.as_str().into(), i);
-                    i
-                }
-            };
-            self.entity_of.push(index);
-        }
+        let indexes: Vec<u32> = entities
+            .iter()
+            .map(|name| self.name_index_of(name))
+            .collect();
+        let entities_at = match held {
+            Some((at, len)) if indexes.len() <= usize::from(len) => {
+                self.entity_of[at as usize..][..indexes.len()].copy_from_slice(&indexes);
+                at
+            }
+            _ => {
+                let at = self.entity_of.len() as u32;
+                self.entity_of.extend(indexes);
+                at
+            }
+        };
         Fields {
             lineage: (record.lineage != record.id).then(|| record.lineage.as_str().into()),
             entities_at,
@@ -322,6 +336,17 @@ impl Held {
             event_start: time(record.event_start),
             event_end: time(record.event_end),
         }
+    }
+
+    /// The index of entity `name` in `names`, added if new.
+    fn name_index_of(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.name_index.get(name) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(name.into());
+        self.name_index.insert(name.into(), i);
+        i
     }
 
     /// `record`'s [`HELD_WITH_VECTORS`] as held.
@@ -349,7 +374,7 @@ impl Held {
 
     /// Holds the values of a new row (the next index).
     pub fn push(&mut self, record: &MemoryRecord, entities: &[String]) {
-        let fields = self.fields(record, entities);
+        let fields = self.fields(record, entities, None);
         self.lineage_bytes += lineage_len(&fields);
         self.rows.push(fields);
         if self.holds_with_vectors {
@@ -361,7 +386,8 @@ impl Held {
     /// Holds the values of a new version of row `i` (its old entities stay unused until the
     /// codes are read again).
     pub fn set(&mut self, i: usize, record: &MemoryRecord, entities: &[String]) {
-        let fields = self.fields(record, entities);
+        let held = (self.rows[i].entities_at, self.rows[i].entities_len);
+        let fields = self.fields(record, entities, Some(held));
         self.lineage_bytes = self.lineage_bytes - lineage_len(&self.rows[i]) + lineage_len(&fields);
         self.rows[i] = fields;
         if i < self.with_vectors.len() {
@@ -560,6 +586,18 @@ mod tests {
         held.set(0, &first, &["#keyed".to_string()]);
         let a = held.record(0, "a", "default");
         assert_eq!((a.strength, a.entities), (0.5, vec!["#keyed".to_string()]));
+
+        // Set again with as many entities or fewer, a row takes no more room.
+        held.set(1, &r, &r.entities);
+        let entity_slots = held.entity_of.len();
+        held.set(1, &r, &r.entities);
+        held.set(1, &r, &["porto".to_string()]);
+        assert_eq!(held.entity_of.len(), entity_slots);
+        assert_eq!(held.record(1, "v2", &r.namespace).entities, ["porto"]);
+        assert_eq!(held.record(0, "a", "default").entities, ["#keyed"]);
+        held.set(1, &r, &["maria".into(), "porto".into(), "lisbon".into()]);
+        let back = held.record(1, "v2", &r.namespace).entities;
+        assert_eq!(back, ["maria", "porto", "lisbon"]);
     }
 
     #[test]

@@ -133,6 +133,17 @@ impl Store {
         Ok(found)
     }
 
+    /// The memories table's dataset as it is now: what a read of its fragments or row ids
+    /// sees, whatever is committed meanwhile.
+    pub(super) async fn snapshot(&self) -> Result<std::sync::Arc<lance::Dataset>, StoreError> {
+        Ok(self
+            .memories
+            .dataset()
+            .ok_or_else(|| StoreError::Schema("the memories table is not a local dataset".into()))?
+            .get()
+            .await?)
+    }
+
     /// `columns` of the live rows at `row_ids`, straight from the dataset: through a query
     /// plan (a filter on `_rowid`), taking 10 whole rows at 100k memories took 4.6 ms rather
     /// than 3.4. None when no row id lies in a fragment that still exists (a compaction or a
@@ -142,12 +153,7 @@ impl Store {
         row_ids: &[u64],
         columns: &[impl AsRef<str>],
     ) -> Result<Option<RecordBatch>, StoreError> {
-        let dataset = self
-            .memories
-            .dataset()
-            .ok_or_else(|| StoreError::Schema("the memories table is not a local dataset".into()))?
-            .get()
-            .await?;
+        let dataset = self.snapshot().await?;
         // A row id is its fragment's id and the row's offset there. Lance 14 panics taking
         // row ids out of order none of whose fragments exists.
         let live: Vec<u64> = row_ids

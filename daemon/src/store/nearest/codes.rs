@@ -8,6 +8,8 @@
 //! whole of each row's codes lies in the file (where none can be made, the vectors are let
 //! go).
 
+use std::collections::HashSet;
+
 use super::super::held::{Filled, Held};
 use super::super::held_id::HeldId;
 use super::super::memories::{Near, Scored};
@@ -69,10 +71,13 @@ pub(super) struct Codes {
     /// Each later version held by its lineage (a first version's lineage is its id).
     by_lineage: RowLookup,
     /// Each held row by its row id, for rows read with one. A row id is its fragment and
-    /// offset; fragments never change and their ids are never reused, so a row id found here
-    /// names the row held (a row moved since has a new row id, found nowhere here).
+    /// offset; a fragment's rows never move within it and its id is never reused, so a row
+    /// id found here names the row held (a row moved since has a new row id, found nowhere
+    /// here).
     by_row: RowLookup,
     retired: usize,
+    /// Rows whose words changed in place (their old postings stay).
+    rewritten: usize,
     held: Held,
     /// Each row's words, held with whole vectors (`words.rs`): the text leg of a search.
     words: Option<Words>,
@@ -176,6 +181,11 @@ impl Codes {
     /// Holds no row's answered columns (an encrypted store's stay sealed on disk).
     pub(super) fn drop_answers(&mut self) {
         self.answers = None;
+    }
+
+    /// Whether rows' [`HELD_WITH_VECTORS`](super::super::held::HELD_WITH_VECTORS) are held.
+    pub(super) fn holds_with_vectors(&self) -> bool {
+        self.held.holds_with_vectors()
     }
 
     /// Whether rows' answered columns are held (see [`Codes::drop_answers`]).
@@ -288,16 +298,17 @@ impl Codes {
     /// Holds `record` (current, of the configured model) at `row_id`; `entities` are its
     /// entities as stored; `words` gives the tokens its text is indexed by (as
     /// `Sealing::words` gives them), asked only where words are held. A row already held
-    /// under its id is replaced in place. Without vectors held, `record` needs none.
+    /// under its id is replaced in place. Without vectors held, `record` needs none. Returns
+    /// the row's index (None when its vector is not of the codes' dimension).
     pub(super) fn push(
         &mut self,
         record: &MemoryRecord,
         row_id: Option<u64>,
         entities: &[String],
         words: impl FnOnce() -> Vec<String>,
-    ) {
+    ) -> Option<usize> {
         if self.vectors && record.vector.len() != self.dim {
-            return;
+            return None;
         }
         if let Some(i) = self.index_of(&record.id) {
             if self.vectors {
@@ -310,12 +321,14 @@ impl Codes {
             self.space_of[i] = space;
             self.held.set(i, record, entities);
             if let Some(held) = &mut self.words {
-                held.hold(i, &words());
+                if held.hold(i, &words()) {
+                    self.rewritten += 1;
+                }
             }
             if let Some(answers) = &mut self.answers {
                 answers.hold(i, record);
             }
-            return;
+            return Some(i);
         }
         let index = self.ids.len() as u32;
         let id = HeldId::new(&record.id);
@@ -354,6 +367,7 @@ impl Codes {
         if let Some(answers) = &mut self.answers {
             answers.hold(index as usize, record);
         }
+        Some(index as usize)
     }
 
     /// Rows held of `namespace`.
@@ -393,18 +407,51 @@ impl Codes {
     /// Stops holding the row of `id` (a new version closed it).
     pub(super) fn retire(&mut self, id: &str) {
         if let Some(i) = self.index_of(id) {
-            self.space_rows[self.space_of[i] as usize] -= 1;
-            self.space_of[i] = RETIRED;
-            self.by_id.remove(key_hash(&self.ids[i]), i as u32);
-            self.place(i, None);
-            if let Some(lineage) = self.held.lineage(i) {
-                self.by_lineage.remove(key_hash(lineage), i as u32);
-            }
-            if let Some(words) = &mut self.words {
-                words.forget(i);
-            }
-            self.retired += 1;
+            self.retire_at(i);
         }
+    }
+
+    /// Stops holding row `i`, which is held.
+    fn retire_at(&mut self, i: usize) {
+        self.space_rows[self.space_of[i] as usize] -= 1;
+        self.space_of[i] = RETIRED;
+        self.by_id.remove(key_hash(&self.ids[i]), i as u32);
+        self.place(i, None);
+        if let Some(lineage) = self.held.lineage(i) {
+            self.by_lineage.remove(key_hash(lineage), i as u32);
+        }
+        if let Some(words) = &mut self.words {
+            words.forget(i);
+        }
+        self.retired += 1;
+    }
+
+    /// Stops holding the rows held at a row id in one of `fragments` that are not `seen`:
+    /// after those fragments were read again, rows they no longer hold as current.
+    pub(super) fn retire_unseen(&mut self, fragments: &HashSet<u64>, seen: &[bool]) {
+        for i in 0..self.ids.len() {
+            let row_id = self.row_ids[i];
+            if self.space_of[i] != RETIRED
+                && row_id != NO_ROW_ID
+                && fragments.contains(&(row_id >> 32))
+                && !seen.get(i).copied().unwrap_or(false)
+            {
+                self.retire_at(i);
+            }
+        }
+    }
+
+    /// Rows held without a row id (written since the codes were read).
+    pub(super) fn unplaced(&self) -> usize {
+        (0..self.ids.len())
+            .filter(|&i| self.space_of[i] != RETIRED && self.row_ids[i] == NO_ROW_ID)
+            .count()
+    }
+
+    /// Rows no longer held, or whose words were held again, that still take their old
+    /// place (until the codes are read whole).
+    pub(super) fn stale_rows(&self) -> usize {
+        self.retired + self.rewritten
     }
 
     /// Whether each row's words are held (a text search can be answered here).
@@ -941,6 +988,38 @@ mod tests {
         r.namespace = namespace.into();
         r.vector = v.to_vec();
         r
+    }
+
+    /// A row read again (after a patch of other columns, in a fragment read again) adds no
+    /// postings for its words while its text is unchanged; one whose text changed is found
+    /// by its new words only, and counts as stale until a whole read.
+    #[test]
+    fn a_row_read_again_unchanged_adds_nothing_stale() {
+        let dim = 4;
+        let words = |r: &MemoryRecord| -> Vec<String> {
+            r.content.split(' ').map(str::to_lowercase).collect()
+        };
+        let mut codes = Codes::new(dim);
+        let mut r = held("a", "ns", &vectors(1, dim, 5)[0]);
+        r.content = "walnut tree by the gate".into();
+        r.content_hash = crate::store::schema::content_hash(&r.content);
+        codes.push(&r, Some(1), &[], || words(&r));
+        r.strength = 0.5;
+        codes.push(&r, Some(1), &[], || words(&r));
+        assert_eq!(codes.stale_rows(), 0);
+        let found = |codes: &Codes, word: &str| {
+            let hits = codes.best_for_words(&[word.to_string()], None, 5).unwrap();
+            hits.into_iter().map(|(_, i)| i).collect::<Vec<_>>()
+        };
+        assert_eq!(found(&codes, "walnut"), [0]);
+        assert_eq!(codes.answered(0).strength, 0.5);
+
+        r.content = "oak tree by the gate".into();
+        r.content_hash = crate::store::schema::content_hash(&r.content);
+        codes.push(&r, Some(1), &[], || words(&r));
+        assert_eq!(codes.stale_rows(), 1);
+        assert!(found(&codes, "walnut").is_empty());
+        assert_eq!(found(&codes, "oak"), [0]);
     }
 
     #[test]

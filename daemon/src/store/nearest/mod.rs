@@ -15,9 +15,10 @@
 //! column (decay) leave the codes but not their ranking values: the candidates' rows are
 //! then taken by row id (or read by id, where a row moved) and ranked by their stored
 //! vectors. Other changes (updates, consolidation, compaction) move rows, and the next
-//! maintenance pass reads everything again (0.45 s at 100k).
+//! maintenance pass reads again the fragments of the table they changed (`refresh.rs`).
 
 mod codes;
+mod refresh;
 mod text;
 mod unfiltered;
 
@@ -25,19 +26,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 
-use lancedb::arrow::arrow_array::UInt64Array;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
-
 use codes::Codes;
 
-use super::filter::current;
-use super::held::{
-    known_when_held, with_held, Filled, HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS,
-    SPARSE_COLUMNS,
-};
+use super::held::{known_when_held, with_held, Filled};
 use super::memories::{Near, Scored, RANKING_COLUMNS};
-use super::schema::{answered_columns, records};
-use super::sql::{col, Filtered, Pred};
+use super::schema::answered_columns;
+use super::sql::{col, Pred};
 use super::{MemoryRecord, Store, StoreError};
 
 /// The codes and when they were read. Past `max_vector_rows` current memories they are
@@ -66,6 +60,8 @@ pub(super) struct Nearest {
     /// one happened are not used.
     ranking_changes: AtomicU64,
     meanwhile: std::sync::Mutex<Vec<Meanwhile>>,
+    /// The memories table's fragments the codes were read from, by id (`refresh.rs`).
+    read_from: std::sync::Mutex<HashMap<u64, lance::table::format::Fragment>>,
 }
 
 /// A write made while the codes were read, applied to them after.
@@ -97,6 +93,7 @@ impl Nearest {
             invalidated: AtomicU64::new(0),
             ranking_changes: AtomicU64::new(0),
             meanwhile: Default::default(),
+            read_from: Default::default(),
         }
     }
 
@@ -305,12 +302,9 @@ impl Nearest {
         if ids.is_empty() {
             return;
         }
-        if let Some(codes) = self
-            .codes
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
+        // Held while the ids are kept for a read under way, which holds rows read under it.
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(codes) = guard.as_mut() {
             ids.iter().for_each(|id| codes.retire(id.as_ref()));
         }
         if self.reading.load(Ordering::Acquire) {
@@ -322,63 +316,12 @@ impl Nearest {
         }
     }
 
-    /// Whether the codes should be read again: none are held, the table changed since, or
-    /// rows wait for their row ids.
-    fn due(&self, version: u64) -> bool {
-        self.rows().is_none()
-            || version != self.read_at.load(Ordering::Relaxed)
-            || self.unplaced.load(Ordering::Relaxed) > 0
-    }
-
     /// Drops the codes after rows were closed, deleted or re-embedded: until the next pass
     /// reads them again, the ANN index serves searches.
     pub fn invalidate(&self) {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         self.invalidated.fetch_add(1, Ordering::AcqRel);
         *guard = None;
-    }
-
-    /// Holds `codes`, read at table `version`, in place of the old, with the rows written
-    /// while they were read that they miss. Under the lock the writer takes to add rows, so
-    /// none is added to the old codes after the new were made. Returns the rows held, their
-    /// bytes and whether these are the first codes held.
-    /// None when an invalidation came while they were read (they may predate it): the
-    /// next pass reads them again.
-    fn replace(
-        &self,
-        mut codes: Codes,
-        version: u64,
-        invalidations: u64,
-        ranking_changes: u64,
-        words: &dyn Fn(&str) -> Vec<String>,
-    ) -> Option<(usize, usize, bool)> {
-        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
-        self.reading.store(false, Ordering::Release);
-        let meanwhile =
-            std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
-        if self.invalidated.load(Ordering::Acquire) != invalidations {
-            *guard = None;
-            return None;
-        }
-        codes.fresh = self.ranking_changes.load(Ordering::Acquire) == ranking_changes;
-        let mut late = 0;
-        for write in meanwhile {
-            match write {
-                // A row the read found is held with its row id.
-                Meanwhile::Held(r, _) if codes.index_of(&r.id).is_some() => {}
-                Meanwhile::Held(r, entities) => {
-                    codes.push(&r, None, &entities, || words(&r.content));
-                    late += 1;
-                }
-                Meanwhile::Retired(id) => codes.retire(&id),
-            }
-        }
-        self.unplaced.store(late, Ordering::Relaxed);
-        self.read_at.store(version, Ordering::Relaxed);
-        let first = guard.is_none();
-        let held = (codes.len(), codes.bytes(), first);
-        *guard = Some(codes);
-        Some(held)
     }
 
     /// Whether every row held has its row id (none waits for the codes to be read again);
@@ -578,128 +521,6 @@ impl Store {
         }
         Ok(found)
     }
-
-    /// Reads the codes again if the memories changed since they were read (or were never
-    /// read); returns the rows held, or None when they are off or too many.
-    pub async fn refresh_nearest(&self) -> Result<Option<usize>, StoreError> {
-        let nearest = &self.nearest;
-        if nearest.max_rows == 0 {
-            return Ok(None);
-        }
-        let version = self.memories.version().await?;
-        if !nearest.due(version) {
-            return Ok(nearest.rows());
-        }
-        let started = std::time::Instant::now();
-        let current_rows = self.counts.total() as usize;
-        if current_rows > nearest.max_rows {
-            *nearest.codes.write().unwrap_or_else(|e| e.into_inner()) = None;
-            nearest.read_at.store(version, Ordering::Relaxed);
-            return Ok(None);
-        }
-        let whole = current_rows <= nearest.max_vector_rows;
-        let invalidations = nearest.invalidated.load(Ordering::Acquire);
-        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
-        nearest.reading.store(true, Ordering::Release);
-        let read = self.read_codes(whole).await;
-        let Ok(codes) = read else {
-            nearest.reading.store(false, Ordering::Release);
-            nearest
-                .meanwhile
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clear();
-            // Never a table version: read again next pass.
-            nearest.read_at.store(u64::MAX, Ordering::Relaxed);
-            return read.map(|_| None);
-        };
-        let held = match (codes.has_vectors(), codes.is_signed()) {
-            (true, false) => "",
-            (true, true) => "; two bits a component of their vectors, the rest in a file",
-            (false, _) => "; their vectors are searched through the ANN index",
-        };
-        let Some((rows, bytes, first)) =
-            nearest.replace(codes, version, invalidations, ranking_changes, &|text| {
-                self.sealing.words(text)
-            })
-        else {
-            return Ok(None);
-        };
-        let took = started.elapsed().as_secs_f64();
-        if first && whole {
-            tracing::info!(
-                "vectors in memory: {rows} current memories ({:.1} MB{held}) read in {took:.2} s",
-                bytes as f64 / 1e6
-            );
-        } else if first {
-            tracing::info!(
-                "ranking values in memory: {rows} current memories ({:.1} MB{held}) read in \
-                 {took:.2} s",
-                bytes as f64 / 1e6
-            );
-        } else {
-            tracing::debug!("codes read again: {rows} rows in {took:.2} s");
-        }
-        Ok(Some(rows))
-    }
-
-    /// The codes of every current memory of the configured model, batch by batch, with
-    /// what ranking reads of each: `whole` codes in memory, or signed ones (`codes.rs`).
-    async fn read_codes(&self, whole: bool) -> Result<Codes, StoreError> {
-        use futures::TryStreamExt;
-        let mut codes = if self.nearest.max_vector_rows == 0 || !(whole || self.nearest.signs) {
-            Codes::without_vectors(self.dim)
-        } else if whole {
-            Codes::new(self.dim).writing_to(&self.db_dir)
-        } else {
-            Codes::signed(self.dim).writing_to(&self.db_dir)
-        };
-        let mut columns = vec!["id", "namespace"];
-        if codes.has_vectors() {
-            columns.push("vector");
-        }
-        columns.extend(HELD_COLUMNS);
-        columns.extend(SPARSE_COLUMNS);
-        if whole {
-            columns.extend(HELD_WITH_VECTORS);
-        }
-        if codes.holds_words() {
-            columns.push(self.sealing.text_index().0);
-            codes.words_hashed = self.sealing.is_on();
-        }
-        if self.sealing.is_on() {
-            codes.drop_answers();
-        }
-        if codes.holds_answers() {
-            let unread: Vec<&str> = HELD_ANSWERS
-                .iter()
-                .copied()
-                .filter(|c| !columns.contains(c))
-                .collect();
-            columns.extend(unread);
-        }
-        let query = self
-            .memories
-            .query()
-            .filtered(&current().and(col("embed_model").eq(&self.embed_model)))
-            .select(Select::columns(&columns))
-            .with_row_id();
-        // Grown by doubling, the codes of 100k memories took 74 MB instead of 46.
-        codes.reserve(self.counts.total() as usize);
-        let mut batches = query.execute().await?;
-        while let Some(batch) = batches.try_next().await? {
-            let row_ids = batch
-                .column_by_name("_rowid")
-                .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
-                .ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
-            for (i, record) in records(&batch).enumerate() {
-                let words = || self.sealing.stored_words(&record);
-                codes.push(&record, Some(row_ids.value(i)), &record.entities, words);
-            }
-        }
-        codes.shrink_to_fit();
-        Ok(codes)
-    }
 }
 
 #[cfg(test)]
@@ -732,7 +553,11 @@ mod tests {
     }
 
     /// The `limit` nearest `unit(i)` held, by id and row id, as `complete` wants them.
-    async fn nearest_wanted(store: &Store, i: usize, limit: usize) -> Vec<(String, Option<u64>)> {
+    pub(super) async fn nearest_wanted(
+        store: &Store,
+        i: usize,
+        limit: usize,
+    ) -> Vec<(String, Option<u64>)> {
         let found = store.nearest_held(&unit(i), None, limit).await.unwrap();
         found
             .unwrap()
@@ -1051,9 +876,13 @@ mod tests {
             Vec::new()
         });
         let (rows, _, first) = nearest
-            .replace(Codes::new(4), 7, invalidations, ranking_changes, &|_| {
-                Vec::new()
-            })
+            .replace(
+                Codes::new(4),
+                (7, &[]),
+                invalidations,
+                ranking_changes,
+                &|_| Vec::new(),
+            )
             .unwrap();
         assert_eq!((rows, first), (1, true));
         assert!(!nearest.placed(), "the late row waits for its row id");
@@ -1067,19 +896,28 @@ mod tests {
         nearest.reading.store(true, Ordering::Release);
         nearest.ranking_changed();
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
-        nearest.replace(Codes::new(4), 8, invalidations, ranking_changes, &|_| {
-            Vec::new()
-        });
+        nearest.replace(
+            Codes::new(4),
+            (8, &[]),
+            invalidations,
+            ranking_changes,
+            &|_| Vec::new(),
+        );
         assert!(!nearest.holds_ranking());
+        assert!(nearest.due(8), "values not taken as exact are read again");
 
         let invalidations = nearest.invalidated.load(Ordering::Acquire);
         let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
         nearest.reading.store(true, Ordering::Release);
         nearest.invalidate();
         assert!(nearest
-            .replace(Codes::new(4), 8, invalidations, ranking_changes, &|_| {
-                Vec::new()
-            })
+            .replace(
+                Codes::new(4),
+                (8, &[]),
+                invalidations,
+                ranking_changes,
+                &|_| { Vec::new() }
+            )
             .is_none());
         assert_eq!(
             nearest.rows(),

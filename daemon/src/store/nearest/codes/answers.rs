@@ -102,7 +102,8 @@ impl Answers {
     /// unused until the codes are read again). Rows are held in order: `row` is at most one
     /// past the last.
     pub(super) fn hold(&mut self, row: usize, record: &MemoryRecord) {
-        let answer = self.answer_of(record).unwrap_or(NOT_HELD);
+        let held = self.rows.get(row).copied();
+        let answer = self.answer_of(record, held).unwrap_or(NOT_HELD);
         if row == self.rows.len() {
             self.rows.push(answer);
         } else {
@@ -110,7 +111,24 @@ impl Answers {
         }
     }
 
-    fn answer_of(&mut self, record: &MemoryRecord) -> Option<Answer> {
+    /// Whether `a` holds `record`'s text and metadata.
+    fn holds_text(&self, a: &Answer, record: &MemoryRecord) -> bool {
+        a.at != UNHELD && self.text_of(a) == (record.content.as_str(), record.metadata.as_str())
+    }
+
+    fn text_of(&self, a: &Answer) -> (&str, &str) {
+        let at = a.at as usize;
+        let content_end = at + a.content_len as usize;
+        let metadata_end = content_end + a.metadata_len as usize;
+        (
+            &self.text[at..content_end],
+            &self.text[content_end..metadata_end],
+        )
+    }
+
+    /// `record`'s values; its text where `held` (the row's values before) has it already, so
+    /// a row read again unchanged adds nothing.
+    fn answer_of(&mut self, record: &MemoryRecord, held: Option<Answer>) -> Option<Answer> {
         let hash = hash_bytes(&record.content_hash)?;
         let factors = exact_factors(record)?;
         let access_count = u32::try_from(record.access_count).ok()?;
@@ -118,13 +136,20 @@ impl Answers {
             Some(NEVER) => return None,
             t => t.unwrap_or(NEVER),
         };
-        let text = record.content.len() + record.metadata.len();
-        if self.text.len() + text > MAX_TEXT_BYTES {
-            return None;
-        }
-        let at = self.text.len() as u32;
-        self.text.push_str(&record.content);
-        self.text.push_str(&record.metadata);
+        let same_text = held.filter(|a| self.holds_text(a, record));
+        let at = match same_text {
+            Some(a) => a.at,
+            None => {
+                let text = record.content.len() + record.metadata.len();
+                if self.text.len() + text > MAX_TEXT_BYTES {
+                    return None;
+                }
+                let at = self.text.len() as u32;
+                self.text.push_str(&record.content);
+                self.text.push_str(&record.metadata);
+                at
+            }
+        };
         Some(Answer {
             at,
             content_len: record.content.len() as u32,
@@ -146,10 +171,8 @@ impl Answers {
         let Some(a) = self.rows.get(row).filter(|a| a.at != UNHELD) else {
             return;
         };
-        let content = a.at as usize..a.at as usize + a.content_len as usize;
-        let metadata = content.end..content.end + a.metadata_len as usize;
-        record.content = self.text[content].to_string();
-        record.metadata = self.text[metadata].to_string();
+        let (content, metadata) = self.text_of(a);
+        (record.content, record.metadata) = (content.to_string(), metadata.to_string());
         record.content_hash = hex(&a.hash);
         record.access_count = i64::from(a.access_count);
         record.last_accessed_at = (a.last_accessed_at != NEVER).then_some(a.last_accessed_at);
@@ -218,6 +241,14 @@ mod tests {
         assert_eq!(columns(&filled(&answers, 1)), columns(&b));
         assert!(answers.holds(0) && answers.holds(1) && !answers.holds(2));
         assert!(answers.bytes() > 0);
+
+        // Held again with its text unchanged (read again after a patch of other columns),
+        // a row adds no text.
+        let text = answers.text.len();
+        a2.access_count = 9;
+        answers.hold(0, &a2);
+        assert_eq!(answers.text.len(), text);
+        assert_eq!(columns(&filled(&answers, 0)), columns(&a2));
     }
 
     #[test]

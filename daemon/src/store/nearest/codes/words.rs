@@ -154,6 +154,8 @@ pub(super) struct Words {
     lengths: Vec<u32>,
     /// Bumped each time a row's words are replaced: its older postings are skipped.
     generation: Vec<u16>,
+    /// A hash of each row's words: a row read again with the same words keeps its postings.
+    hashes: Vec<u64>,
     /// Rows holding words, and their tokens in all: BM25's document count and mean length.
     rows: usize,
     tokens: u64,
@@ -173,17 +175,31 @@ impl Words {
         self.terms.shrink_to_fit();
         self.lengths.shrink_to_fit();
         self.generation.shrink_to_fit();
+        self.hashes.shrink_to_fit();
     }
 
     /// Holds `words` (the analyzer's tokens, with repeats) as row `row`'s, in place of any
-    /// it held. Rows are held in order: `row` is at most one past the last.
-    pub(super) fn hold(&mut self, row: usize, words: &[String]) {
-        if row == self.lengths.len() {
-            self.lengths.push(0);
-            self.generation.push(0);
-        } else {
+    /// it held. Rows are held in order: `row` is at most one past the last. Returns whether
+    /// a row held before left postings behind (its words changed).
+    pub(super) fn hold(&mut self, row: usize, words: &[String]) -> bool {
+        let hash = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = rustc_hash::FxHasher::default();
+            words.hash(&mut hasher);
+            hasher.finish()
+        };
+        let replaced = row < self.lengths.len();
+        if replaced {
+            if self.lengths[row] > 0 && self.hashes[row] == hash {
+                return false;
+            }
             self.forget(row);
             self.generation[row] = self.generation[row].wrapping_add(1);
+            self.hashes[row] = hash;
+        } else {
+            self.lengths.push(0);
+            self.generation.push(0);
+            self.hashes.push(hash);
         }
         let mut counts: FxHashMap<&str, u16> = FxHashMap::default();
         for w in words {
@@ -208,6 +224,7 @@ impl Words {
             self.rows += 1;
             self.tokens += u64::from(length);
         }
+        replaced
     }
 
     /// Row `row` no longer holds its words (retired, or about to be replaced).
@@ -279,7 +296,11 @@ impl Words {
             .map(|p| p.bytes.capacity() + size_of::<Postings>())
             .sum();
         let terms = self.terms.bytes();
-        postings + terms + self.lengths.capacity() * 4 + self.generation.capacity() * 2
+        postings
+            + terms
+            + self.lengths.capacity() * 4
+            + self.generation.capacity() * 2
+            + self.hashes.capacity() * 8
     }
 }
 

@@ -1,0 +1,569 @@
+//! Reading the codes: whole, or only the fragments of the memories table that changed since
+//! they were read. A fragment's rows never move within it and its id is never reused, so the
+//! rows of a fragment the codes were read from stay as held until the fragment is replaced
+//! (a compaction), rewritten in part (a patch of some columns) or given deletions (rows
+//! closed or moved). Read whole after any write, the codes of 1M memories took ~12 s of a
+//! core and ~900 MB besides those held every maintenance pass; a new memory now costs the
+//! read of its own fragment, an index fold (which changes no fragment) nothing.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use lance::table::format::Fragment;
+use lance::Dataset;
+use lancedb::arrow::arrow_array::{RecordBatch, UInt64Array};
+
+use super::codes::Codes;
+use super::{Meanwhile, Nearest};
+use crate::store::filter::current;
+use crate::store::held::{HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS};
+use crate::store::schema::records;
+use crate::store::sql::col;
+use crate::store::{MemoryRecord, Store, StoreError};
+
+/// Rows read at one time when only changed fragments are: each batch is held under the
+/// codes' lock, which searches wait for.
+const CHANGED_ROWS_PER_BATCH: usize = 1024;
+
+/// Rows held no longer (closed since the codes were read whole) keep their place, and rows
+/// whose words were held again their old postings: past an eighth of the rows held, or this
+/// many in a small store, the codes are read whole again, which leaves them out.
+const STALE_ROWS_KEPT: usize = 4096;
+
+/// What changed in the memories table since the codes were read.
+pub(super) struct Changed {
+    /// Fragments new or changed since: their current rows are read.
+    read: Vec<Fragment>,
+    /// Fragments changed or gone: rows held in them that the read does not find again are
+    /// no longer current.
+    stale: HashSet<u64>,
+}
+
+/// A row read, with its row id, its entities as stored and its words as indexed.
+type Read = (MemoryRecord, u64, Vec<String>);
+
+impl Nearest {
+    /// Whether the codes should be read again: none are held, the table changed since, rows
+    /// wait for their row ids, or the values held were not taken as exact (a write told of
+    /// its change while they were read, which may have read it already).
+    pub(super) fn due(&self, version: u64) -> bool {
+        self.rows().is_none()
+            || version != self.read_at.load(Ordering::Relaxed)
+            || self.unplaced.load(Ordering::Relaxed) > 0
+            || !self.holds_ranking()
+    }
+
+    /// The fragments of `dataset` the held codes miss, or None when the codes must be read
+    /// whole: none are held, they are not of the kind `whole` wants, too many of their rows
+    /// are stale, or rows wait for row ids that no changed fragment gives.
+    fn changed(&self, dataset: &Dataset, whole: bool) -> Option<Changed> {
+        {
+            let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+            let codes = codes.as_ref()?;
+            let kind_wanted = self.kind_for(whole);
+            if (codes.has_vectors(), codes.is_signed()) != kind_wanted
+                || codes.stale_rows() > STALE_ROWS_KEPT.max(codes.len() / 8)
+            {
+                return None;
+            }
+        }
+        let read_from = self.read_from.lock().unwrap_or_else(|e| e.into_inner());
+        if read_from.is_empty() {
+            return None;
+        }
+        let now: HashMap<u64, &Fragment> = dataset.fragments().iter().map(|f| (f.id, f)).collect();
+        let read: Vec<Fragment> = now
+            .values()
+            .filter(|f| read_from.get(&f.id) != Some(**f))
+            .map(|f| (*f).clone())
+            .collect();
+        let stale: HashSet<u64> = read_from
+            .keys()
+            .copied()
+            .filter(|id| now.get(id).is_none_or(|f| read_from.get(id) != Some(*f)))
+            .collect();
+        if read.is_empty() && self.unplaced.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        Some(Changed { read, stale })
+    }
+
+    /// Whether codes read now should hold vectors, and signed ones: for `whole` codes (all
+    /// current memories within `max_vector_rows`) unsigned ones.
+    fn kind_for(&self, whole: bool) -> (bool, bool) {
+        if self.max_vector_rows == 0 || !(whole || self.signs) {
+            (false, false)
+        } else {
+            (true, !whole)
+        }
+    }
+
+    /// Holds the rows of a changed fragment read: each in place of what is held under its
+    /// id, or added. Rows closed since the read began are not. False when the codes went
+    /// meanwhile (an invalidation, or too many rows): the read stops.
+    fn apply(&self, rows: Vec<Read>, invalidations: u64, seen: &mut Vec<bool>) -> bool {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        let Some(codes) = guard.as_mut() else {
+            return false;
+        };
+        if self.invalidated.load(Ordering::Acquire) != invalidations {
+            return false;
+        }
+        let retired = self.retired_meanwhile();
+        for (record, row_id, words) in rows {
+            if retired.contains(record.id.as_str()) {
+                continue;
+            }
+            if let Some(i) = codes.push(&record, Some(row_id), &record.entities, || words) {
+                if seen.len() <= i {
+                    seen.resize(i + 1, false);
+                }
+                seen[i] = true;
+            }
+        }
+        true
+    }
+
+    /// Ids closed while the codes were read (they keep the `meanwhile` lock).
+    fn retired_meanwhile(&self) -> HashSet<String> {
+        let meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
+        meanwhile
+            .iter()
+            .filter_map(|w| match w {
+                Meanwhile::Retired(id) => Some(id.clone()),
+                Meanwhile::Held(..) => None,
+            })
+            .collect()
+    }
+
+    /// Ends a read of changed fragments, made at table `version` (whose fragments are
+    /// `fragments`): rows held in `stale` fragments not `seen` again leave the codes. Returns
+    /// the rows held, or None when the codes went meanwhile.
+    fn finish_changes(
+        &self,
+        changed: Changed,
+        seen: Vec<bool>,
+        read_at: (u64, &[Fragment]),
+        invalidations: u64,
+        ranking_changes: u64,
+    ) -> Option<usize> {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        self.reading.store(false, Ordering::Release);
+        let meanwhile =
+            std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
+        if self.invalidated.load(Ordering::Acquire) != invalidations {
+            *guard = None;
+            return None;
+        }
+        let codes = guard.as_mut()?;
+        codes.retire_unseen(&changed.stale, &seen);
+        for write in meanwhile {
+            if let Meanwhile::Retired(id) = write {
+                codes.retire(&id);
+            }
+        }
+        // Every held value a write changed lies in a fragment it changed, read again here.
+        codes.fresh = self.ranking_changes.load(Ordering::Acquire) == ranking_changes;
+        self.unplaced
+            .store(codes.unplaced() as u64, Ordering::Relaxed);
+        self.read_at.store(read_at.0, Ordering::Relaxed);
+        self.hold_read_from(read_at.1);
+        Some(codes.len())
+    }
+
+    /// Holds `codes`, read at table `version` (whose fragments are `fragments`), in place of
+    /// the old, with the rows written while they were read that they miss. Under the lock
+    /// the writer takes to add rows, so none is added to the old codes after the new were
+    /// made. Returns the rows held, their bytes and whether these are the first codes held.
+    /// None when an invalidation came while they were read (they may predate it): the
+    /// next pass reads them again.
+    pub(super) fn replace(
+        &self,
+        mut codes: Codes,
+        read_at: (u64, &[Fragment]),
+        invalidations: u64,
+        ranking_changes: u64,
+        words: &dyn Fn(&str) -> Vec<String>,
+    ) -> Option<(usize, usize, bool)> {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        self.reading.store(false, Ordering::Release);
+        let meanwhile =
+            std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
+        if self.invalidated.load(Ordering::Acquire) != invalidations {
+            *guard = None;
+            return None;
+        }
+        codes.fresh = self.ranking_changes.load(Ordering::Acquire) == ranking_changes;
+        let mut late = 0;
+        for write in meanwhile {
+            match write {
+                // A row the read found is held with its row id.
+                Meanwhile::Held(r, _) if codes.index_of(&r.id).is_some() => {}
+                Meanwhile::Held(r, entities) => {
+                    codes.push(&r, None, &entities, || words(&r.content));
+                    late += 1;
+                }
+                Meanwhile::Retired(id) => codes.retire(&id),
+            }
+        }
+        self.unplaced.store(late, Ordering::Relaxed);
+        self.read_at.store(read_at.0, Ordering::Relaxed);
+        self.hold_read_from(read_at.1);
+        let first = guard.is_none();
+        let held = (codes.len(), codes.bytes(), first);
+        *guard = Some(codes);
+        Some(held)
+    }
+
+    fn hold_read_from(&self, fragments: &[Fragment]) {
+        *self.read_from.lock().unwrap_or_else(|e| e.into_inner()) =
+            fragments.iter().map(|f| (f.id, f.clone())).collect();
+    }
+
+    /// Starts a read: writes made from now on are kept for the codes read (`meanwhile`).
+    /// Returns the invalidations and ranking changes so far.
+    fn begin_read(&self) -> (u64, u64) {
+        let invalidations = self.invalidated.load(Ordering::Acquire);
+        let ranking_changes = self.ranking_changes.load(Ordering::Acquire);
+        self.reading.store(true, Ordering::Release);
+        (invalidations, ranking_changes)
+    }
+
+    /// Ends a read that failed: the next pass reads whole.
+    fn abandon_read(&self) {
+        self.reading.store(false, Ordering::Release);
+        self.meanwhile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        // Never a table version: read again next pass.
+        self.read_at.store(u64::MAX, Ordering::Relaxed);
+        self.read_from
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+impl Store {
+    /// Reads the codes again if the memories changed since they were read (or were never
+    /// read): only the fragments that changed, where the codes held allow, else whole.
+    /// Returns the rows held, or None when they are off or too many.
+    pub async fn refresh_nearest(&self) -> Result<Option<usize>, StoreError> {
+        let nearest = &self.nearest;
+        if nearest.max_rows == 0 {
+            return Ok(None);
+        }
+        let version = self.memories.version().await?;
+        if !nearest.due(version) {
+            return Ok(nearest.rows());
+        }
+        let started = std::time::Instant::now();
+        let current_rows = self.counts.total() as usize;
+        if current_rows > nearest.max_rows {
+            *nearest.codes.write().unwrap_or_else(|e| e.into_inner()) = None;
+            nearest.read_at.store(version, Ordering::Relaxed);
+            return Ok(None);
+        }
+        let whole = current_rows <= nearest.max_vector_rows;
+        // Before the snapshot, so every write it misses is kept for the codes.
+        let (invalidations, ranking_changes) = nearest.begin_read();
+        let read = async {
+            let dataset = self.snapshot().await?;
+            match nearest.changed(&dataset, whole) {
+                Some(changed) => {
+                    let rows = changed.read.iter().map(|f| f.physical_rows.unwrap_or(0));
+                    let rows: usize = rows.sum();
+                    let held = self
+                        .read_changed(&dataset, changed, invalidations, ranking_changes)
+                        .await?;
+                    tracing::debug!(
+                        "codes read again in part: {rows} rows of changed fragments in {:.2} s",
+                        started.elapsed().as_secs_f64()
+                    );
+                    Ok(held)
+                }
+                None => {
+                    self.read_whole(&dataset, whole, invalidations, ranking_changes, started)
+                        .await
+                }
+            }
+        };
+        let result: Result<Option<usize>, StoreError> = read.await;
+        if result.is_err() {
+            nearest.abandon_read();
+        }
+        result
+    }
+
+    /// Reads the current rows of the changed fragments into the codes held, batch by batch.
+    async fn read_changed(
+        &self,
+        dataset: &Arc<Dataset>,
+        changed: Changed,
+        invalidations: u64,
+        ranking_changes: u64,
+    ) -> Result<Option<usize>, StoreError> {
+        let nearest = &self.nearest;
+        // By row held: whether the read found it.
+        let mut seen = Vec::new();
+        if !changed.read.is_empty() {
+            let (columns, with_words) = {
+                let codes = nearest.codes.read().unwrap_or_else(|e| e.into_inner());
+                let Some(codes) = codes.as_ref() else {
+                    nearest.abandon_read();
+                    return Ok(None);
+                };
+                (self.code_columns(codes), codes.holds_words())
+            };
+            let mut scan = dataset.scan();
+            scan.with_fragments(changed.read.clone())
+                .filter(&self.held_rows().sql())?
+                .project(&columns)?
+                .with_row_id()
+                .batch_size(CHANGED_ROWS_PER_BATCH);
+            let mut batches = scan.try_into_stream().await?;
+            while let Some(batch) = batches.try_next().await? {
+                let rows = self.rows_read(&batch, with_words)?;
+                if !nearest.apply(rows, invalidations, &mut seen) {
+                    nearest.abandon_read();
+                    return Ok(None);
+                }
+            }
+        }
+        let read_at = (dataset.version().version, dataset.fragments().as_slice());
+        Ok(nearest.finish_changes(changed, seen, read_at, invalidations, ranking_changes))
+    }
+
+    /// Reads the codes whole and holds them in place of any held.
+    async fn read_whole(
+        &self,
+        dataset: &Arc<Dataset>,
+        whole: bool,
+        invalidations: u64,
+        ranking_changes: u64,
+        started: std::time::Instant,
+    ) -> Result<Option<usize>, StoreError> {
+        let nearest = &self.nearest;
+        let codes = self.read_codes(dataset, whole).await?;
+        let held = match (codes.has_vectors(), codes.is_signed()) {
+            (true, false) => "",
+            (true, true) => "; two bits a component of their vectors, the rest in a file",
+            (false, _) => "; their vectors are searched through the ANN index",
+        };
+        let read_at = (dataset.version().version, dataset.fragments().as_slice());
+        let Some((rows, bytes, first)) =
+            nearest.replace(codes, read_at, invalidations, ranking_changes, &|text| {
+                self.sealing.words(text)
+            })
+        else {
+            return Ok(None);
+        };
+        let took = started.elapsed().as_secs_f64();
+        if first && whole {
+            tracing::info!(
+                "vectors in memory: {rows} current memories ({:.1} MB{held}) read in {took:.2} s",
+                bytes as f64 / 1e6
+            );
+        } else if first {
+            tracing::info!(
+                "ranking values in memory: {rows} current memories ({:.1} MB{held}) read in \
+                 {took:.2} s",
+                bytes as f64 / 1e6
+            );
+        } else {
+            tracing::debug!("codes read again: {rows} rows in {took:.2} s");
+        }
+        Ok(Some(rows))
+    }
+
+    /// The codes of every current memory of the configured model in `dataset`, batch by
+    /// batch, with what ranking reads of each: `whole` codes in memory, or signed ones
+    /// (`codes.rs`).
+    async fn read_codes(&self, dataset: &Arc<Dataset>, whole: bool) -> Result<Codes, StoreError> {
+        let mut codes = match self.nearest.kind_for(whole) {
+            (false, _) => Codes::without_vectors(self.dim),
+            (true, false) => Codes::new(self.dim).writing_to(&self.db_dir),
+            (true, true) => Codes::signed(self.dim).writing_to(&self.db_dir),
+        };
+        if codes.holds_words() {
+            codes.words_hashed = self.sealing.is_on();
+        }
+        if self.sealing.is_on() {
+            codes.drop_answers();
+        }
+        let mut scan = dataset.scan();
+        scan.filter(&self.held_rows().sql())?
+            .project(&self.code_columns(&codes))?
+            .with_row_id();
+        // Grown by doubling, the codes of 100k memories took 74 MB instead of 46.
+        codes.reserve(self.counts.total() as usize);
+        let with_words = codes.holds_words();
+        let mut batches = scan.try_into_stream().await?;
+        while let Some(batch) = batches.try_next().await? {
+            for (record, row_id, words) in self.rows_read(&batch, with_words)? {
+                codes.push(&record, Some(row_id), &record.entities, || words);
+            }
+        }
+        codes.shrink_to_fit();
+        Ok(codes)
+    }
+
+    /// The rows the codes hold: current memories of the configured model.
+    fn held_rows(&self) -> crate::store::Pred {
+        current().and(col("embed_model").eq(&self.embed_model))
+    }
+
+    /// The columns `codes` are read with: what they hold of each row.
+    fn code_columns(&self, codes: &Codes) -> Vec<&'static str> {
+        let mut columns = vec!["id", "namespace"];
+        if codes.has_vectors() {
+            columns.push("vector");
+        }
+        columns.extend(HELD_COLUMNS);
+        columns.extend(SPARSE_COLUMNS);
+        if codes.holds_with_vectors() {
+            columns.extend(HELD_WITH_VECTORS);
+        }
+        if codes.holds_words() {
+            columns.push(self.sealing.text_index().0);
+        }
+        if codes.holds_answers() {
+            let unread: Vec<&str> = HELD_ANSWERS
+                .iter()
+                .copied()
+                .filter(|c| !columns.contains(c))
+                .collect();
+            columns.extend(unread);
+        }
+        columns
+    }
+
+    /// The rows of a batch read for the codes, each with its row id and (`with_words`) its
+    /// words as indexed.
+    fn rows_read(&self, batch: &RecordBatch, with_words: bool) -> Result<Vec<Read>, StoreError> {
+        let row_ids = batch
+            .column_by_name("_rowid")
+            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
+            .ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
+        Ok(records(batch)
+            .enumerate()
+            .map(|(i, record)| {
+                let words = match with_words {
+                    true => self.sealing.stored_words(&record),
+                    false => Vec::new(),
+                };
+                (record, row_ids.value(i), words)
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{next_version, row};
+    use super::*;
+    use crate::store::WriteOp;
+
+    /// Each current row's id and row id, as the table has them now.
+    async fn stored_row_ids(store: &Store) -> Vec<(String, u64)> {
+        let rows = store.ranking_rows(&current()).await.unwrap();
+        rows.into_iter()
+            .map(|s| (s.record.id, s.row_id.unwrap()))
+            .collect()
+    }
+
+    /// Each row held, with its row id (sorted by id), and how many retired rows the codes
+    /// keep.
+    fn held(store: &Store) -> (Vec<(String, u64)>, usize) {
+        let codes = store.nearest.codes.read().unwrap();
+        let codes = codes.as_ref().unwrap();
+        let stored: Vec<(String, u64)> = ["a", "b", "c", "c2", "d"]
+            .iter()
+            .filter_map(|id| {
+                let i = codes.index_of(id)?;
+                Some((id.to_string(), codes.near(i as u32).row_id?))
+            })
+            .collect();
+        (stored, codes.stale_rows())
+    }
+
+    async fn sorted(store: &Store) -> Vec<(String, u64)> {
+        let mut stored = stored_row_ids(store).await;
+        stored.sort();
+        stored
+    }
+
+    /// After each write only the fragments it changed are read (the codes keep the rows it
+    /// retired until a whole read), and the codes then hold every current row at its row id,
+    /// with its values, as a whole read does.
+    #[tokio::test]
+    async fn codes_read_in_part_hold_what_a_whole_read_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::test_store(dir.path()).await;
+        let writer = store.writer();
+        let first = vec![row("a", 0), row("b", 1), row("c", 2)];
+        writer.submit(WriteOp::Insert(first.clone())).await.unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held(&store), (sorted(&store).await, 0));
+
+        writer
+            .submit(WriteOp::Insert(vec![row("d", 3)]))
+            .await
+            .unwrap();
+        assert!(!store.nearest.placed());
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        assert!(store.nearest.placed(), "the new row has its row id");
+        assert_eq!(held(&store), (sorted(&store).await, 0));
+
+        writer
+            .submit(next_version(&first[2], row("c2", 2)))
+            .await
+            .unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        assert_eq!(
+            held(&store),
+            (sorted(&store).await, 1),
+            "read in part: the old version's place is kept"
+        );
+
+        // A change the writer did not tell the codes of: its fragment is read again, and the
+        // row it closed there leaves them.
+        store
+            .memories
+            .update()
+            .only_if("id = 'a'")
+            .column("valid_to", "5")
+            .execute()
+            .await
+            .unwrap();
+        store.counts.recount(&store.memories).await.unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held(&store).0, sorted(&store).await);
+
+        // A compaction moves every row: each is held at its new row id.
+        let before = sorted(&store).await;
+        writer.submit(WriteOp::Purge).await.unwrap();
+        let after = sorted(&store).await;
+        assert_ne!(before, after, "the compaction moved rows");
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held(&store).0, after);
+        let in_part: Vec<Vec<(String, Option<u64>)>> = futures::future::join_all(
+            (0..4).map(|i| super::super::tests::nearest_wanted(&store, i, 3)),
+        )
+        .await;
+        let values = store.nearest.held(&["b", "c2", "d"]).unwrap();
+
+        store.nearest.invalidate();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held(&store), (after, 0), "read whole");
+        let whole: Vec<Vec<(String, Option<u64>)>> = futures::future::join_all(
+            (0..4).map(|i| super::super::tests::nearest_wanted(&store, i, 3)),
+        )
+        .await;
+        assert_eq!(in_part, whole);
+        assert_eq!(values, store.nearest.held(&["b", "c2", "d"]).unwrap());
+    }
+}
