@@ -869,20 +869,11 @@ mod tests {
     #[test]
     fn rows_written_while_the_codes_are_read_join_them_and_an_invalidation_voids_them() {
         let nearest = Nearest::new(10, false, 10);
-        let invalidations = nearest.invalidated.load(Ordering::Acquire);
-        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
-        nearest.reading.store(true, Ordering::Release);
-        nearest.written(&[row("late", 1)], "test", &|e| e.to_string(), &|_| {
-            Vec::new()
-        });
+        let none = |_: &str| Vec::new();
+        let begun = nearest.begin_read();
+        nearest.written(&[row("late", 1)], "test", &|e| e.to_string(), &none);
         let (rows, _, first) = nearest
-            .replace(
-                Codes::new(4),
-                (7, &[]),
-                invalidations,
-                ranking_changes,
-                &|_| Vec::new(),
-            )
+            .replace(Codes::new(4), (7, &[]), begun, &none)
             .unwrap();
         assert_eq!((rows, first), (1, true));
         assert!(!nearest.placed(), "the late row waits for its row id");
@@ -892,32 +883,16 @@ mod tests {
         assert_eq!(found[0].record.id, "late");
 
         // Held columns changed in bulk while the codes were read: their values are not used.
-        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
-        nearest.reading.store(true, Ordering::Release);
+        let begun = nearest.begin_read();
         nearest.ranking_changed();
-        let invalidations = nearest.invalidated.load(Ordering::Acquire);
-        nearest.replace(
-            Codes::new(4),
-            (8, &[]),
-            invalidations,
-            ranking_changes,
-            &|_| Vec::new(),
-        );
+        nearest.replace(Codes::new(4), (8, &[]), begun, &none);
         assert!(!nearest.holds_ranking());
         assert!(nearest.due(8), "values not taken as exact are read again");
 
-        let invalidations = nearest.invalidated.load(Ordering::Acquire);
-        let ranking_changes = nearest.ranking_changes.load(Ordering::Acquire);
-        nearest.reading.store(true, Ordering::Release);
+        let begun = nearest.begin_read();
         nearest.invalidate();
         assert!(nearest
-            .replace(
-                Codes::new(4),
-                (8, &[]),
-                invalidations,
-                ranking_changes,
-                &|_| { Vec::new() }
-            )
+            .replace(Codes::new(4), (8, &[]), begun, &none)
             .is_none());
         assert_eq!(
             nearest.rows(),

@@ -21,11 +21,18 @@ use crate::store::filter::current;
 use crate::store::held::{HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS};
 use crate::store::schema::records;
 use crate::store::sql::col;
+use crate::store::writer::FRAGMENT_ROWS;
 use crate::store::{MemoryRecord, Store, StoreError};
 
 /// Rows read at one time when only changed fragments are: each batch is held under the
 /// codes' lock, which searches wait for.
 const CHANGED_ROWS_PER_BATCH: usize = 1024;
+
+/// Past this share of the table's rows in changed fragments (a decay that moved every
+/// memory's strength), and more than a fragment's, the codes are read whole beside those held, which searches use
+/// meanwhile: read in part, batch by batch under the codes' lock, the 1M rows a daily run's
+/// decay changed kept that run's dedup waiting (16.1 s rather than 5.6).
+const CHANGED_SHARE_READ_WHOLE: usize = 4;
 
 /// Rows held no longer (closed since the codes were read whole) keep their place, and rows
 /// whose words were held again their old postings: past an eighth of the rows held, or this
@@ -39,6 +46,14 @@ pub(super) struct Changed {
     /// Fragments changed or gone: rows held in them that the read does not find again are
     /// no longer current.
     stale: HashSet<u64>,
+}
+
+/// What a read of the codes began with: the invalidations and the changes of held columns
+/// counted then (any since void or stale what it read).
+#[derive(Clone, Copy)]
+pub(super) struct Begun {
+    invalidations: u64,
+    ranking_changes: u64,
 }
 
 /// A row read, with its row id, its entities as stored and its words as indexed.
@@ -57,7 +72,8 @@ impl Nearest {
 
     /// The fragments of `dataset` the held codes miss, or None when the codes must be read
     /// whole: none are held, they are not of the kind `whole` wants, too many of their rows
-    /// are stale, or rows wait for row ids that no changed fragment gives.
+    /// are stale, rows wait for row ids that no changed fragment gives, or most of the table
+    /// changed.
     fn changed(&self, dataset: &Dataset, whole: bool) -> Option<Changed> {
         {
             let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
@@ -87,6 +103,11 @@ impl Nearest {
         if read.is_empty() && self.unplaced.load(Ordering::Relaxed) > 0 {
             return None;
         }
+        let rows: usize = read.iter().filter_map(|f| f.physical_rows).sum();
+        let held: usize = now.values().filter_map(|f| f.physical_rows).sum();
+        if rows > (held / CHANGED_SHARE_READ_WHOLE).max(FRAGMENT_ROWS) {
+            return None;
+        }
         Some(Changed { read, stale })
     }
 
@@ -103,12 +124,12 @@ impl Nearest {
     /// Holds the rows of a changed fragment read: each in place of what is held under its
     /// id, or added. Rows closed since the read began are not. False when the codes went
     /// meanwhile (an invalidation, or too many rows): the read stops.
-    fn apply(&self, rows: Vec<Read>, invalidations: u64, seen: &mut Vec<bool>) -> bool {
+    fn apply(&self, rows: Vec<Read>, begun: Begun, seen: &mut Vec<bool>) -> bool {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         let Some(codes) = guard.as_mut() else {
             return false;
         };
-        if self.invalidated.load(Ordering::Acquire) != invalidations {
+        if self.invalidated.load(Ordering::Acquire) != begun.invalidations {
             return false;
         }
         let retired = self.retired_meanwhile();
@@ -138,25 +159,18 @@ impl Nearest {
             .collect()
     }
 
-    /// Ends a read of changed fragments, made at table `version` (whose fragments are
-    /// `fragments`): rows held in `stale` fragments not `seen` again leave the codes. Returns
+    /// Ends a read of changed fragments, made at `read_at` (a table version and its
+    /// fragments): rows held in `stale` fragments not `seen` again leave the codes. Returns
     /// the rows held, or None when the codes went meanwhile.
     fn finish_changes(
         &self,
         changed: Changed,
         seen: Vec<bool>,
         read_at: (u64, &[Fragment]),
-        invalidations: u64,
-        ranking_changes: u64,
+        begun: Begun,
     ) -> Option<usize> {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
-        self.reading.store(false, Ordering::Release);
-        let meanwhile =
-            std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
-        if self.invalidated.load(Ordering::Acquire) != invalidations {
-            *guard = None;
-            return None;
-        }
+        let meanwhile = self.end_read(&mut guard, begun)?;
         let codes = guard.as_mut()?;
         codes.retire_unseen(&changed.stale, &seen);
         for write in meanwhile {
@@ -165,15 +179,13 @@ impl Nearest {
             }
         }
         // Every held value a write changed lies in a fragment it changed, read again here.
-        codes.fresh = self.ranking_changes.load(Ordering::Acquire) == ranking_changes;
+        self.mark_read(codes, read_at, begun);
         self.unplaced
             .store(codes.unplaced() as u64, Ordering::Relaxed);
-        self.read_at.store(read_at.0, Ordering::Relaxed);
-        self.hold_read_from(read_at.1);
         Some(codes.len())
     }
 
-    /// Holds `codes`, read at table `version` (whose fragments are `fragments`), in place of
+    /// Holds `codes`, read at `read_at` (a table version and its fragments), in place of
     /// the old, with the rows written while they were read that they miss. Under the lock
     /// the writer takes to add rows, so none is added to the old codes after the new were
     /// made. Returns the rows held, their bytes and whether these are the first codes held.
@@ -183,19 +195,11 @@ impl Nearest {
         &self,
         mut codes: Codes,
         read_at: (u64, &[Fragment]),
-        invalidations: u64,
-        ranking_changes: u64,
+        begun: Begun,
         words: &dyn Fn(&str) -> Vec<String>,
     ) -> Option<(usize, usize, bool)> {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
-        self.reading.store(false, Ordering::Release);
-        let meanwhile =
-            std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
-        if self.invalidated.load(Ordering::Acquire) != invalidations {
-            *guard = None;
-            return None;
-        }
-        codes.fresh = self.ranking_changes.load(Ordering::Acquire) == ranking_changes;
+        let meanwhile = self.end_read(&mut guard, begun)?;
         let mut late = 0;
         for write in meanwhile {
             match write {
@@ -208,13 +212,33 @@ impl Nearest {
                 Meanwhile::Retired(id) => codes.retire(&id),
             }
         }
+        self.mark_read(&mut codes, read_at, begun);
         self.unplaced.store(late, Ordering::Relaxed);
-        self.read_at.store(read_at.0, Ordering::Relaxed);
-        self.hold_read_from(read_at.1);
         let first = guard.is_none();
         let held = (codes.len(), codes.bytes(), first);
         *guard = Some(codes);
         Some(held)
+    }
+
+    /// Ends a read, under the codes' lock (`guard`): the writes made meanwhile, or None when
+    /// an invalidation came meanwhile (the codes held are dropped: they may predate it).
+    fn end_read(&self, guard: &mut Option<Codes>, begun: Begun) -> Option<Vec<Meanwhile>> {
+        self.reading.store(false, Ordering::Release);
+        let meanwhile =
+            std::mem::take(&mut *self.meanwhile.lock().unwrap_or_else(|e| e.into_inner()));
+        if self.invalidated.load(Ordering::Acquire) != begun.invalidations {
+            *guard = None;
+            return None;
+        }
+        Some(meanwhile)
+    }
+
+    /// Marks `codes` as read at `read_at`: their values are exact unless a write changed
+    /// held columns meanwhile.
+    fn mark_read(&self, codes: &mut Codes, read_at: (u64, &[Fragment]), begun: Begun) {
+        codes.fresh = self.ranking_changes.load(Ordering::Acquire) == begun.ranking_changes;
+        self.read_at.store(read_at.0, Ordering::Relaxed);
+        self.hold_read_from(read_at.1);
     }
 
     fn hold_read_from(&self, fragments: &[Fragment]) {
@@ -223,12 +247,13 @@ impl Nearest {
     }
 
     /// Starts a read: writes made from now on are kept for the codes read (`meanwhile`).
-    /// Returns the invalidations and ranking changes so far.
-    fn begin_read(&self) -> (u64, u64) {
-        let invalidations = self.invalidated.load(Ordering::Acquire);
-        let ranking_changes = self.ranking_changes.load(Ordering::Acquire);
+    pub(super) fn begin_read(&self) -> Begun {
+        let begun = Begun {
+            invalidations: self.invalidated.load(Ordering::Acquire),
+            ranking_changes: self.ranking_changes.load(Ordering::Acquire),
+        };
         self.reading.store(true, Ordering::Release);
-        (invalidations, ranking_changes)
+        begun
     }
 
     /// Ends a read that failed: the next pass reads whole.
@@ -269,26 +294,21 @@ impl Store {
         }
         let whole = current_rows <= nearest.max_vector_rows;
         // Before the snapshot, so every write it misses is kept for the codes.
-        let (invalidations, ranking_changes) = nearest.begin_read();
+        let begun = nearest.begin_read();
         let read = async {
             let dataset = self.snapshot().await?;
             match nearest.changed(&dataset, whole) {
                 Some(changed) => {
                     let rows = changed.read.iter().map(|f| f.physical_rows.unwrap_or(0));
                     let rows: usize = rows.sum();
-                    let held = self
-                        .read_changed(&dataset, changed, invalidations, ranking_changes)
-                        .await?;
+                    let held = self.read_changed(&dataset, changed, begun).await?;
                     tracing::debug!(
                         "codes read again in part: {rows} rows of changed fragments in {:.2} s",
                         started.elapsed().as_secs_f64()
                     );
                     Ok(held)
                 }
-                None => {
-                    self.read_whole(&dataset, whole, invalidations, ranking_changes, started)
-                        .await
-                }
+                None => self.read_whole(&dataset, whole, begun, started).await,
             }
         };
         let result: Result<Option<usize>, StoreError> = read.await;
@@ -303,8 +323,7 @@ impl Store {
         &self,
         dataset: &Arc<Dataset>,
         changed: Changed,
-        invalidations: u64,
-        ranking_changes: u64,
+        begun: Begun,
     ) -> Result<Option<usize>, StoreError> {
         let nearest = &self.nearest;
         // By row held: whether the read found it.
@@ -327,14 +346,14 @@ impl Store {
             let mut batches = scan.try_into_stream().await?;
             while let Some(batch) = batches.try_next().await? {
                 let rows = self.rows_read(&batch, with_words)?;
-                if !nearest.apply(rows, invalidations, &mut seen) {
+                if !nearest.apply(rows, begun, &mut seen) {
                     nearest.abandon_read();
                     return Ok(None);
                 }
             }
         }
         let read_at = (dataset.version().version, dataset.fragments().as_slice());
-        Ok(nearest.finish_changes(changed, seen, read_at, invalidations, ranking_changes))
+        Ok(nearest.finish_changes(changed, seen, read_at, begun))
     }
 
     /// Reads the codes whole and holds them in place of any held.
@@ -342,8 +361,7 @@ impl Store {
         &self,
         dataset: &Arc<Dataset>,
         whole: bool,
-        invalidations: u64,
-        ranking_changes: u64,
+        begun: Begun,
         started: std::time::Instant,
     ) -> Result<Option<usize>, StoreError> {
         let nearest = &self.nearest;
@@ -355,9 +373,7 @@ impl Store {
         };
         let read_at = (dataset.version().version, dataset.fragments().as_slice());
         let Some((rows, bytes, first)) =
-            nearest.replace(codes, read_at, invalidations, ranking_changes, &|text| {
-                self.sealing.words(text)
-            })
+            nearest.replace(codes, read_at, begun, &|text| self.sealing.words(text))
         else {
             return Ok(None);
         };
