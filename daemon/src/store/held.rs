@@ -309,21 +309,17 @@ impl Held {
         held: Option<(u32, u16)>,
     ) -> Fields {
         let entities = &entities[..entities.len().min(u16::MAX as usize)];
-        let indexes: Vec<u32> = entities
-            .iter()
-            .map(|name| self.name_index_of(name))
-            .collect();
         let entities_at = match held {
-            Some((at, len)) if indexes.len() <= usize::from(len) => {
-                self.entity_of[at as usize..][..indexes.len()].copy_from_slice(&indexes);
-                at
-            }
+            Some((at, len)) if entities.len() <= usize::from(len) => at,
             _ => {
-                let at = self.entity_of.len() as u32;
-                self.entity_of.extend(indexes);
-                at
+                let at = self.entity_of.len();
+                self.entity_of.resize(at + entities.len(), 0);
+                at as u32
             }
         };
+        for (slot, name) in entities.iter().enumerate() {
+            self.entity_of[entities_at as usize + slot] = self.name_index_of(name);
+        }
         Fields {
             lineage: (record.lineage != record.id).then(|| record.lineage.as_str().into()),
             entities_at,

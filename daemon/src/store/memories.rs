@@ -420,7 +420,7 @@ pub(super) fn scored(
 }
 
 /// The `_rowid` column of a read that asked for it, by row.
-fn row_id_column(batch: &RecordBatch) -> Vec<Option<u64>> {
+pub(super) fn row_id_column(batch: &RecordBatch) -> Vec<Option<u64>> {
     use lancedb::arrow::arrow_array::{Array, UInt64Array};
     match batch
         .column_by_name("_rowid")

@@ -13,12 +13,13 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use lance::table::format::Fragment;
 use lance::Dataset;
-use lancedb::arrow::arrow_array::{RecordBatch, UInt64Array};
+use lancedb::arrow::arrow_array::RecordBatch;
 
 use super::codes::Codes;
 use super::{Meanwhile, Nearest};
 use crate::store::filter::current;
 use crate::store::held::{HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS};
+use crate::store::memories::row_id_column;
 use crate::store::schema::records;
 use crate::store::sql::col;
 use crate::store::writer::FRAGMENT_ROWS;
@@ -460,20 +461,17 @@ impl Store {
     /// The rows of a batch read for the codes, each with its row id and (`with_words`) its
     /// words as indexed.
     fn rows_read(&self, batch: &RecordBatch, with_words: bool) -> Result<Vec<Read>, StoreError> {
-        let row_ids = batch
-            .column_by_name("_rowid")
-            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
-            .ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
-        Ok(records(batch)
-            .enumerate()
-            .map(|(i, record)| {
+        records(batch)
+            .zip(row_id_column(batch))
+            .map(|(record, row_id)| {
+                let row_id = row_id.ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
                 let words = match with_words {
                     true => self.sealing.stored_words(&record),
                     false => Vec::new(),
                 };
-                (record, row_ids.value(i), words)
+                Ok((record, row_id, words))
             })
-            .collect())
+            .collect()
     }
 }
 
