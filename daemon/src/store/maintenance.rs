@@ -286,12 +286,19 @@ impl Store {
     {
         let _rewriting = self.rewrites.lock().await;
         for _ in 1..BESIDE_TRIES {
-            match attempt().await {
+            let e = match attempt().await {
                 Ok(n) => return Ok(n),
-                Err(e) if e.to_string().to_lowercase().contains("conflict") => {
+                Err(e) => e,
+            };
+            match lost_to_writes(&e) {
+                Some(Lost::Once) => {
                     tracing::debug!("a {what} lost its commit to a write; trying again: {e}");
                 }
-                Err(e) => return Err(e),
+                Some(Lost::Throughout) => {
+                    tracing::debug!("a {what} lost its commits to writes throughout: {e}");
+                    break;
+                }
+                None => return Err(e),
             }
         }
         last_resort.await
@@ -579,9 +586,53 @@ fn publish(events: &EventBus, what: &'static str) {
     let _ = events.send(Event::IndexMaintained { what: what.into() });
 }
 
+/// How a commit beside the writer lost to the writer's commits.
+#[derive(Debug, PartialEq, Eq)]
+enum Lost {
+    /// To one commit: trying again may pass.
+    Once,
+    /// To every commit through Lance's own retries (30 s of them): while writes keep coming
+    /// (a load of single adds at 1M memories), only the writer's turn passes. Taken for an
+    /// error that was not a lost commit, every fold failed until the load ended, and ingest
+    /// slowed as the unindexed rows grew.
+    Throughout,
+}
+
+/// Whether `e` says a commit lost to others, and how.
+fn lost_to_writes(e: &StoreError) -> Option<Lost> {
+    let text = e.to_string().to_lowercase();
+    if text.contains("too many concurrent writers") {
+        Some(Lost::Throughout)
+    } else if text.contains("conflict") {
+        Some(Lost::Once)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::super::filter::current;
+
+    /// The messages Lance 14 gave: a fold beside a load of single adds at 1M memories, and a
+    /// compaction preempted once.
+    #[test]
+    fn a_commit_lost_throughout_goes_to_the_writer_and_one_lost_once_tries_again() {
+        use super::{lost_to_writes, Lost};
+        use crate::store::StoreError;
+        let lance = |m: &str| StoreError::Lance(m.to_string());
+        let throughout = lance(
+            "lance error: Too many concurrent writers. Attempted 16 times, but failed on \
+             retry_timeout of 30.000 seconds., lance-14.0.2/src/io/commit.rs:130:5",
+        );
+        assert_eq!(lost_to_writes(&throughout), Some(Lost::Throughout));
+        let once = lance(
+            "Commit conflict for version 7: This UpdateConfig transaction was preempted by \
+             concurrent transaction Rewrite at version 7. Please retry.",
+        );
+        assert_eq!(lost_to_writes(&once), Some(Lost::Once));
+        assert_eq!(lost_to_writes(&lance("Not found: data/x.lance")), None);
+    }
     use super::super::schema::tests::record;
     use super::super::{col, Expr, Fold, KeySettings, MemoryRecord, Pred, Store, WriteOp};
     use lancedb::index::{Index, IndexType};
