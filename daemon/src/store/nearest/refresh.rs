@@ -47,6 +47,8 @@ pub(super) struct Changed {
     /// Fragments changed or gone: rows held in them that the read does not find again are
     /// no longer current.
     stale: HashSet<u64>,
+    /// Rows in the fragments `read` (physical rows, deleted ones too).
+    rows: usize,
 }
 
 /// What a read of the codes began with: the invalidations and the changes of held columns
@@ -109,7 +111,7 @@ impl Nearest {
         if rows > (held / CHANGED_SHARE_READ_WHOLE).max(FRAGMENT_ROWS) {
             return None;
         }
-        Some(Changed { read, stale })
+        Some(Changed { read, stale, rows })
     }
 
     /// Whether codes read now should hold vectors, and signed ones: for `whole` codes (all
@@ -300,8 +302,7 @@ impl Store {
             let dataset = self.snapshot().await?;
             match nearest.changed(&dataset, whole) {
                 Some(changed) => {
-                    let rows = changed.read.iter().map(|f| f.physical_rows.unwrap_or(0));
-                    let rows: usize = rows.sum();
+                    let rows = changed.rows;
                     let held = self.read_changed(&dataset, changed, begun).await?;
                     tracing::debug!(
                         "codes read again in part: {rows} rows of changed fragments in {:.2} s",
