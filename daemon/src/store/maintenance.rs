@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lancedb::index::vector::IvfSqIndexBuilder;
 use lancedb::index::{Index, IndexType};
-use lancedb::table::{Duration as Age, OptimizeAction, OptimizeOptions, OptimizeStats};
+use lancedb::table::{Duration as Age, OptimizeAction, OptimizeStats};
 use lancedb::Table;
 
 use mnemo_protocol::daemon::IndexStatus;
@@ -20,8 +20,9 @@ use super::{writer, Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 
+use super::beside::{self, Fold, Merged};
 use super::versions::{VersionBound, WithinBound};
-use super::writer::{Fold, FOLD_AFTER_ROWS, SCALAR_INDEXES};
+use super::writer::{InTurn, FOLD_AFTER_ROWS, SCALAR_INDEXES};
 
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
@@ -31,6 +32,12 @@ const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
 /// Small fragments of the memories past which maintenance merges them: every search reads
 /// its candidates' rows, and each fragment they are spread over costs it a read.
 const SMALL_MEMORY_FRAGMENTS: usize = 8;
+/// Small fragments of the memories some index covers past which they are merged too, at
+/// the cost of moving the indexes' rows: at 1M memories such a commit held writes for 5–8 s.
+/// A fold leaves some (the rows added while its fragments were merged), ~10–20 through a
+/// load of single adds at 1M; at 64 such merges came every few minutes. Idle consolidation
+/// merges them before this.
+const SMALL_INDEXED_MEMORY_FRAGMENTS: usize = 512;
 /// Unindexed rows past which a maintenance pass folds them in, in the memories and in the
 /// edges (the writer wakes a fold at once past [`FOLD_AFTER_ROWS`], for bulk loads). Every
 /// search reads each unindexed row: at 100k memories 1,322 unfolded memories made the
@@ -79,8 +86,9 @@ impl IndexState {
     }
 }
 
-/// Tries of a fold or a compaction beside the writer; the last goes through it.
-const BESIDE_TRIES: usize = 3;
+/// Tries of a fold or a compaction whose commit writes voided, before the writer does the
+/// whole of it in its turn.
+const TRIES: usize = 3;
 /// The meta key holding the row count the ANN index was trained at.
 const ANN_TRAINED_AT: &str = "ann_index_rows";
 /// The meta key holding the rows a partition of the ANN index was sized for. Lance's folds
@@ -175,16 +183,20 @@ impl Store {
             self.writer.submit(WriteOp::BuildTextIndex).await?;
             done.push("built full-text index");
         } else if state.unindexed_rows >= fold_after_rows {
-            self.fold_beside(Fold::Segment).await?;
-            done.push("folded new rows into indexes");
+            done.extend(self.fold_beside(Fold::Segment).await?);
         }
         if !state.missing_scalar.is_empty() {
             self.writer.submit(WriteOp::BuildScalarIndexes).await?;
             done.push("built scalar indexes");
         }
-        if writer::small_fragments(&self.memories).await? >= SMALL_MEMORY_FRAGMENTS {
-            // Lance merges only fragments the indexes cover alike; those wait for a fold.
-            if self.compact(&self.memories).await? > 0 {
+        let (unindexed, indexed) = beside::small_fragments(&self.memories).await?;
+        let which = if indexed >= SMALL_INDEXED_MEMORY_FRAGMENTS {
+            Some(Merged::Any)
+        } else {
+            (unindexed >= SMALL_MEMORY_FRAGMENTS).then_some(Merged::Unindexed)
+        };
+        if let Some(which) = which {
+            if self.compact_merging(&self.memories, which).await? > 0 {
                 done.push("compacted small fragments");
             }
         }
@@ -240,23 +252,35 @@ impl Store {
         Ok(Some(what))
     }
 
-    /// Folds new rows into the memories' indexes beside the writer, so writes go on
-    /// meanwhile: at 1M memories a fold held every write for 5.2 s when the writer ran it.
-    /// Lance rebases the index commit over the appends made during it (their rows stay
-    /// unindexed, searched one by one, until the next fold). Not during an ANN training or a
-    /// rewrite (the same lock): either would void the other's commit. A fold that loses its
-    /// commit to a concurrent write is tried again, and the last time through the writer.
-    pub async fn fold_beside(&self, how: Fold) -> Result<(), StoreError> {
-        let fold = || async { Ok(writer::fold_indexes(&self.memories, how).await? as u64) };
-        let through_the_writer = self.writer.submit(WriteOp::FoldIndexes);
-        if self
-            .beside_the_writer("fold", fold, through_the_writer)
-            .await?
-            > 0
-        {
-            self.drop_replaced_file_pages().await;
+    /// Folds new rows into the memories' indexes: the new segments are built beside the
+    /// writer, so writes go on meanwhile (at 1M memories a fold held every write for 5.2 s
+    /// when the writer ran it), and committed in its turn (`fold.rs`). Lance rebases the
+    /// commit over the appends made meanwhile (their rows stay unindexed, searched one by
+    /// one, until the next fold). Not during an ANN training or a rewrite (the same lock):
+    /// either would void the other's commit.
+    /// Returns what it did.
+    pub async fn fold_beside(&self, how: Fold) -> Result<Vec<&'static str>, StoreError> {
+        let memories = &self.memories;
+        let mut done = Vec::new();
+        // The new rows' small fragments are merged first: no index covers them yet, so the
+        // merge's commit is quick, and the fold then indexes one fragment rather than many
+        // a compaction would later have to move the indexes' rows out of.
+        if self.compact_merging(memories, Merged::Unindexed).await? > 0 {
+            done.push("compacted small fragments");
         }
-        Ok(())
+        let prepare = || async {
+            let built = beside::build_fold(memories, how).await?;
+            Ok(built.map(|b| Box::pin(b.commit()) as InTurn))
+        };
+        let whole = self.writer.submit(WriteOp::FoldIndexes);
+        let folded = self
+            .beside_then_in_turn("committing a fold", memories, prepare, whole)
+            .await?;
+        if folded > 0 {
+            self.drop_replaced_file_pages().await;
+            done.push("folded new rows into indexes");
+        }
+        Ok(done)
     }
 
     /// Empties LanceDB's caches once a fold, compaction, ANN build or purge has replaced
@@ -271,76 +295,81 @@ impl Store {
         self.session.file_metadata_cache().clear().await;
     }
 
-    /// Runs `attempt` beside the writer, holding the rewrite lock (a fold, a compaction and
-    /// an ANN training void each other's commits); a try that loses its commit to a write is
-    /// made again, and the last one is `last_resort`, the same through the writer.
-    async fn beside_the_writer<F, Fut>(
+    /// Writes a fold's or a compaction's files beside the writer with `prepare` (None when
+    /// there is nothing to do), holding the rewrite lock (a fold, a compaction and an ANN
+    /// training void each other's commits), and commits them in the writer's turn
+    /// (`beside.rs`). One a write voided (it changed a row the compaction moved) is prepared
+    /// again; after [`TRIES`], `whole_in_turn` does all of it in the writer's turn, where no
+    /// write can. Returns what the commit returns.
+    async fn beside_then_in_turn<F, Fut>(
         &self,
-        what: &str,
-        attempt: F,
-        last_resort: impl std::future::Future<Output = Result<u64, StoreError>>,
+        what: &'static str,
+        table: &Table,
+        prepare: F,
+        whole_in_turn: impl std::future::Future<Output = Result<u64, StoreError>>,
     ) -> Result<u64, StoreError>
     where
         F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<u64, StoreError>>,
+        Fut: std::future::Future<Output = Result<Option<InTurn>, StoreError>>,
     {
         let _rewriting = self.rewrites.lock().await;
-        for _ in 1..BESIDE_TRIES {
-            let e = match attempt().await {
-                Ok(n) => return Ok(n),
-                Err(e) => e,
+        for _ in 0..TRIES {
+            let Some(commit) = prepare().await? else {
+                return Ok(0);
             };
-            match lost_to_writes(&e) {
-                Some(Lost::Once) => {
-                    tracing::debug!("a {what} lost its commit to a write; trying again: {e}");
+            match self.writer.in_turn(what, table.name(), commit).await {
+                Err(e) if voided_by_a_write(&e) => {
+                    tracing::debug!("{what} lost to a write: {e}");
                 }
-                Some(Lost::Throughout) => {
-                    tracing::debug!("a {what} lost its commits to writes throughout: {e}");
-                    break;
-                }
-                None => return Err(e),
+                done => return done,
             }
         }
-        last_resort.await
+        whole_in_turn.await
     }
 
-    /// Folds new rows of a bookkeeping table into its indexes beside the writer, as the
-    /// memories' folds: the edges' three B-trees held every write for 0.36–0.44 s at ~500k
-    /// edges when the writer ran it.
+    /// Folds new rows of a bookkeeping table into its indexes as the memories' are folded:
+    /// the edges' three B-trees held every write for 0.36–0.44 s at ~500k edges when the
+    /// writer ran the whole fold.
     async fn fold_bookkeeping(&self, table: &Table) -> Result<u64, StoreError> {
-        let fold = || OptimizeAction::Index(OptimizeOptions::default());
-        let attempt = || async {
-            table.optimize(fold()).await?;
+        let prepare = || async {
+            let built = beside::build_fold(table, Fold::Segment).await?;
+            Ok(built.map(|b| Box::pin(b.commit()) as InTurn))
+        };
+        let whole = async {
+            let fold = OptimizeAction::Index(Default::default());
+            self.writer.optimize(table.clone(), fold).await?;
             Ok(1)
         };
-        let through_the_writer = async {
-            self.writer.optimize(table.clone(), fold()).await?;
-            Ok(1)
-        };
-        self.beside_the_writer("fold of a bookkeeping index", attempt, through_the_writer)
+        self.beside_then_in_turn("committing a fold", table, prepare, whole)
             .await
     }
 
-    /// Merges `table`'s small fragments beside the writer, as a fold: at 1M memories the
-    /// compaction (which remaps every index to the rows' new places) held every write for
-    /// 4.1 s when the writer ran it, the edges' 0.4 s. Appends made meanwhile keep their
-    /// fragments; an update or delete of a row being moved makes one of the two commits try
-    /// again (Lance retries the write itself; a compaction that loses is tried again here).
-    /// Returns the fragments merged away.
+    /// Merges `table`'s small fragments: the merged fragments are written beside the
+    /// writer and committed in its turn. At 1M memories the compaction (which remaps every
+    /// index to the rows' new places) held every write for 4.1 s when the writer ran it
+    /// whole, and 10–14 s through a load of single adds; the edges' 0.4 s. Appends made
+    /// meanwhile keep their fragments. Returns the fragments merged away.
     pub async fn compact(&self, table: &Table) -> Result<u64, StoreError> {
-        let compact = || async {
-            let stats = table.optimize(writer::compact_small()).await?;
-            Ok(writer::fragments_removed(&stats))
+        self.compact_merging(table, Merged::Any).await
+    }
+
+    /// [`Store::compact`] of the `which` of `table`'s fragments.
+    async fn compact_merging(&self, table: &Table, which: Merged) -> Result<u64, StoreError> {
+        let prepare = || async {
+            let options = beside::small_fragments_merged();
+            let rewritten = beside::rewrite(table, options, which).await?;
+            Ok(rewritten.map(|r| Box::pin(r.commit()) as InTurn))
         };
-        let through_the_writer = async {
-            let stats = self
-                .writer
-                .optimize(table.clone(), writer::compact_small())
-                .await?;
-            Ok(writer::fragments_removed(&stats))
+        let whole = async {
+            let compact = OptimizeAction::Compact {
+                options: beside::small_fragments_merged(),
+                remap_options: None,
+            };
+            let stats = self.writer.optimize(table.clone(), compact).await?;
+            Ok(stats.compaction.map_or(0, |c| c.fragments_removed as u64))
         };
         let merged = self
-            .beside_the_writer("compaction", compact, through_the_writer)
+            .beside_then_in_turn("committing a compaction", table, prepare, whole)
             .await?;
         // Only the memories' files weigh in the caches: emptying them for a bookkeeping
         // table (compacted every few minutes while busy) made each search read the ANN
@@ -386,7 +415,8 @@ impl Store {
         let mut done = Vec::new();
         let mut pruned = 0;
         for table in self.tables().iter().filter(|t| t.name() != super::MEMORIES) {
-            if writer::small_fragments(table).await? >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
+            let (unindexed, indexed) = beside::small_fragments(table).await?;
+            if unindexed + indexed >= SMALL_FRAGMENTS_BEFORE_COMPACTING {
                 self.compact(table).await?;
                 done.push("compacted bookkeeping tables");
             }
@@ -480,7 +510,7 @@ pub async fn run(
             _ = shutdown.requested() => break,
             _ = store.fold_due.notified() => {
                 match store.fold_beside(Fold::Segment).await {
-                    Ok(()) => publish(&events, "folded new rows into indexes"),
+                    Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
                     Err(e) => tracing::warn!("folding new rows into the indexes failed (retried later): {e}"),
                 }
             }
@@ -586,52 +616,32 @@ fn publish(events: &EventBus, what: &'static str) {
     let _ = events.send(Event::IndexMaintained { what: what.into() });
 }
 
-/// How a commit beside the writer lost to the writer's commits.
-#[derive(Debug, PartialEq, Eq)]
-enum Lost {
-    /// To one commit: trying again may pass.
-    Once,
-    /// To every commit through Lance's own retries (30 s of them): while writes keep coming
-    /// (a load of single adds at 1M memories), only the writer's turn passes. Taken for an
-    /// error that was not a lost commit, every fold failed until the load ended, and ingest
-    /// slowed as the unindexed rows grew.
-    Throughout,
-}
-
-/// Whether `e` says a commit lost to others, and how.
-fn lost_to_writes(e: &StoreError) -> Option<Lost> {
+/// Whether `e` says writes committed since voided a commit (trying again may pass).
+fn voided_by_a_write(e: &StoreError) -> bool {
     let text = e.to_string().to_lowercase();
-    if text.contains("too many concurrent writers") {
-        Some(Lost::Throughout)
-    } else if text.contains("conflict") {
-        Some(Lost::Once)
-    } else {
-        None
-    }
+    text.contains("conflict") || text.contains("too many concurrent writers")
 }
 
 #[cfg(test)]
 pub(super) mod tests {
     use super::super::filter::current;
 
-    /// The messages Lance 14 gave: a fold beside a load of single adds at 1M memories, and a
-    /// compaction preempted once.
+    /// The messages Lance 14 gave: a compaction preempted once, and a fold beside a load of
+    /// single adds at 1M memories.
     #[test]
-    fn a_commit_lost_throughout_goes_to_the_writer_and_one_lost_once_tries_again() {
-        use super::{lost_to_writes, Lost};
+    fn a_commit_voided_by_writes_is_told_from_other_errors() {
+        use super::voided_by_a_write;
         use crate::store::StoreError;
         let lance = |m: &str| StoreError::Lance(m.to_string());
-        let throughout = lance(
-            "lance error: Too many concurrent writers. Attempted 16 times, but failed on \
-             retry_timeout of 30.000 seconds., lance-14.0.2/src/io/commit.rs:130:5",
-        );
-        assert_eq!(lost_to_writes(&throughout), Some(Lost::Throughout));
-        let once = lance(
+        assert!(voided_by_a_write(&lance(
             "Commit conflict for version 7: This UpdateConfig transaction was preempted by \
-             concurrent transaction Rewrite at version 7. Please retry.",
-        );
-        assert_eq!(lost_to_writes(&once), Some(Lost::Once));
-        assert_eq!(lost_to_writes(&lance("Not found: data/x.lance")), None);
+             concurrent transaction Rewrite at version 7. Please retry."
+        )));
+        assert!(voided_by_a_write(&lance(
+            "lance error: Too many concurrent writers. Attempted 16 times, but failed on \
+             retry_timeout of 30.000 seconds., lance-14.0.2/src/io/commit.rs:130:5"
+        )));
+        assert!(!voided_by_a_write(&lance("Not found: data/x.lance")));
     }
     use super::super::schema::tests::record;
     use super::super::{col, Expr, Fold, KeySettings, MemoryRecord, Pred, Store, WriteOp};
@@ -1320,10 +1330,12 @@ pub(super) mod tests {
         let all: Vec<MemoryRecord> = (0..super::SMALL_MEMORY_FRAGMENTS).map(memory).collect();
         insert_each(&store, &all).await;
         assert_eq!(fragments().await, super::SMALL_MEMORY_FRAGMENTS);
-        // Folded first: Lance merges only fragments the indexes cover alike.
+        // Merged before the fold: the seven no index covered yet make one. The first, which
+        // the full-text index built at the first insert covers, is left to idle
+        // consolidation (merging it moves the index's rows).
         let done = store.maintain_indexes(1).await.unwrap();
         assert!(done.contains(&"compacted small fragments"), "{done:?}");
-        assert_eq!(fragments().await, 1);
+        assert_eq!(fragments().await, 2);
         assert_all_found(&store, &all, "after compaction").await;
         // One new fragment is not worth a rewrite.
         store

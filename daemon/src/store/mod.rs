@@ -2,6 +2,7 @@
 //! the [`writer`] task; reads go straight to LanceDB and run concurrently.
 
 pub mod beliefs;
+mod beside;
 mod column;
 mod counts;
 pub mod edges;
@@ -41,11 +42,12 @@ use lancedb::arrow::arrow_array::{Array, RecordBatch, RecordBatchIterator, Strin
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::{Connection, Table};
 
+pub use beside::Fold;
 pub use column::Floats;
 pub use keystore::KeySettings;
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
 pub use sql::{col, Expr, Pred, SqlType};
-pub use writer::{Fold, WriteOp, WriterHandle};
+pub use writer::{WriteOp, WriterHandle};
 
 use crate::config::StoreConfig;
 use counts::Counts;

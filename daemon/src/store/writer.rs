@@ -13,11 +13,12 @@ use lancedb::arrow::arrow_array::{Array, RecordBatch, RecordBatchIterator, Strin
 use lancedb::arrow::arrow_schema::SchemaRef;
 use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase};
-use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions, OptimizeStats};
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeStats};
 use lancedb::Table;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::beside::{self, Fold, FRAGMENT_ROWS};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows};
@@ -49,8 +50,7 @@ pub enum WriteOp {
         only_if: Option<Pred>,
     },
     /// Folds new rows into the memories' indexes, between commits: the last try of a fold
-    /// that kept losing its commit beside the writer (`Store::fold_beside`), and
-    /// consolidation's storage phase, which runs while nothing else writes.
+    /// whose commits writes kept voiding (`Store::fold_beside`).
     FoldIndexes,
     /// Builds the memories' full-text index (the writer also builds it after the first rows).
     BuildTextIndex,
@@ -145,19 +145,28 @@ struct Optimize {
     ack: oneshot::Sender<Result<OptimizeStats, StoreError>>,
 }
 
+/// A commit prepared beside the writer (see [`WriterHandle::in_turn`]).
+pub type InTurn = futures::future::BoxFuture<'static, Result<u64, StoreError>>;
+
 enum Job {
     Write {
         op: WriteOp,
         ack: oneshot::Sender<Result<u64, StoreError>>,
     },
     Optimize(Optimize),
+    InTurn {
+        what: &'static str,
+        table: String,
+        commit: InTurn,
+        ack: oneshot::Sender<Result<u64, StoreError>>,
+    },
 }
 
 impl Job {
     fn rows(&self) -> usize {
         match self {
             Job::Write { op, .. } => op.rows(),
-            Job::Optimize(_) => 1,
+            Job::Optimize(_) | Job::InTurn { .. } => 1,
         }
     }
 }
@@ -211,6 +220,29 @@ impl WriterHandle {
         let (ack, done) = oneshot::channel();
         self.enqueue(Job::Optimize(Optimize { table, action, ack }))
             .await?;
+        let result = done.await.map_err(|_| StoreError::Closed)?;
+        self.failing.note(&result);
+        result
+    }
+
+    /// Runs `commit` (`what` of `table`, for the log) in turn with every other write: a commit whose
+    /// work was done beside the writer, which lost every race to a stream of writes when
+    /// committed beside it too.
+    pub async fn in_turn(
+        &self,
+        what: &'static str,
+        table: &str,
+        commit: InTurn,
+    ) -> Result<u64, StoreError> {
+        let (ack, done) = oneshot::channel();
+        let table = table.to_string();
+        self.enqueue(Job::InTurn {
+            what,
+            table,
+            commit,
+            ack,
+        })
+        .await?;
         let result = done.await.map_err(|_| StoreError::Closed)?;
         self.failing.note(&result);
         result
@@ -343,6 +375,19 @@ async fn run(
                     let result = o.table.optimize(o.action).await.map_err(StoreError::from);
                     held(started, what, o.table.name());
                     let _ = o.ack.send(result);
+                    commits.fetch_add(1, Ordering::Relaxed);
+                    pending.fetch_sub(1, Ordering::Relaxed);
+                    continue;
+                }
+                Job::InTurn {
+                    what,
+                    table,
+                    commit,
+                    ack,
+                } => {
+                    let result = commit.await;
+                    held(started, what, &table);
+                    let _ = ack.send(result);
                     commits.fetch_add(1, Ordering::Relaxed);
                     pending.fetch_sub(1, Ordering::Relaxed);
                     continue;
@@ -595,60 +640,13 @@ async fn ensure_text_index(memories: &Memories) {
     }
 }
 
-/// Index segments past which a fold merges them all into one. Each fold of new rows adds a
-/// segment to the ANN index, and a search reads every segment: at 24 segments an ANN search
-/// took 3× as long as at one.
-const MAX_INDEX_SEGMENTS: usize = 4;
-
-/// How a fold treats the ANN index's segments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fold {
-    /// New rows become a new segment; at [`MAX_INDEX_SEGMENTS`] all are merged into one, as
-    /// Lance also does when a partition has grown past 4× its target size or shrunk under
-    /// a quarter of it (it splits or joins partitions then).
-    Segment,
-    /// Segments and new rows are merged into one: what idle time is for, since every
-    /// segment costs every search (at 100k memories, 3 segments made the vector leg
-    /// 13.3 → 15.7 ms). Nothing to do when there is one segment and no new row in any index.
-    Whole,
-}
-
-/// Folds new rows into every index of `table` as `how` says; false when there was nothing
-/// to fold.
-pub(super) async fn fold_indexes(table: &Table, how: Fold) -> Result<bool, StoreError> {
-    let (mut segments, mut unindexed) = (0, 0);
-    for index in table.list_indices().await? {
-        let vector = index.columns.iter().any(|c| c == "vector");
-        // A segment fold needs only the ANN index's segment count; a whole one, every
-        // index's unindexed rows.
-        if !vector && how == Fold::Segment {
-            continue;
-        }
-        let Some(stats) = table.index_stats(&index.name).await? else {
-            continue;
-        };
-        unindexed = unindexed.max(stats.num_unindexed_rows);
-        if vector {
-            segments = stats.num_indices.unwrap_or(0) as usize;
-        }
-    }
-    let options = match how {
-        Fold::Whole if segments <= 1 && unindexed == 0 => return Ok(false),
-        Fold::Whole => OptimizeOptions::merge(segments.max(1)),
-        Fold::Segment if segments >= MAX_INDEX_SEGMENTS => OptimizeOptions::merge(segments),
-        Fold::Segment => OptimizeOptions::default(),
-    };
-    table.optimize(OptimizeAction::Index(options)).await?;
-    Ok(true)
-}
-
 /// Takes the appended rows into the indexes, unless an ANN index is training (see
 /// [`Memories::ann_training`]); false when it did not.
 async fn fold(memories: &Memories) -> Result<bool, StoreError> {
     if memories.ann_training.load(Ordering::Acquire) {
         return Ok(false);
     }
-    let folded = fold_indexes(&memories.table, Fold::Segment).await?;
+    let folded = beside::fold_indexes(&memories.table, Fold::Segment).await?;
     memories.unfolded.store(0, Ordering::Relaxed);
     Ok(folded)
 }
@@ -789,36 +787,10 @@ async fn purge(memories: &Memories) -> Result<u64, StoreError> {
         .iter()
         .any(|i| i.columns.iter().any(|c| c == "vector"))
     {
-        fold_indexes(table, Fold::Segment).await?;
+        beside::fold_indexes(table, Fold::Segment).await?;
     }
     let stats = table.optimize(prune_every_old_version()).await?;
     Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))
-}
-
-/// Rows compaction fills a fragment with. Fragments this large are left alone, so one
-/// compaction rewrites about this many rows at most (about half a second here) however large
-/// the table, while a search's reads of scattered rows touch few fragments (at 100k rows,
-/// 60 fragments of 500 made reading 50 whole rows half again as slow as 2 fragments did).
-pub(super) const FRAGMENT_ROWS: usize = 32_768;
-
-/// Compaction that merges the fragments smaller than [`FRAGMENT_ROWS`].
-pub(super) fn compact_small() -> OptimizeAction {
-    OptimizeAction::Compact {
-        options: CompactionOptions {
-            target_rows_per_fragment: FRAGMENT_ROWS,
-            ..Default::default()
-        },
-        remap_options: None,
-    }
-}
-
-/// The fragments a compaction merged away.
-pub(super) fn fragments_removed(stats: &OptimizeStats) -> u64 {
-    stats
-        .compaction
-        .as_ref()
-        .map(|c| c.fragments_removed as u64)
-        .unwrap_or(0)
 }
 
 /// Compaction that rewrites every fragment holding deleted rows without them.
@@ -832,19 +804,6 @@ pub(super) fn rewrite_without_deleted() -> OptimizeAction {
         },
         remap_options: None,
     }
-}
-
-/// The fragments of `table` smaller than [`FRAGMENT_ROWS`]: what [`compact_small`] merges.
-pub(super) async fn small_fragments(table: &Table) -> Result<usize, StoreError> {
-    let Some(native) = table.as_native() else {
-        return Ok(table.stats().await?.fragment_stats.num_small_fragments);
-    };
-    let manifest = native.manifest().await?;
-    Ok(manifest
-        .fragments
-        .iter()
-        .filter(|f| f.physical_rows.is_some_and(|rows| rows < FRAGMENT_ROWS))
-        .count())
 }
 
 /// Deletes every version but the current one, and unverified files too: only safe in the

@@ -17,12 +17,12 @@ use lancedb::arrow::arrow_array::RecordBatch;
 
 use super::codes::Codes;
 use super::{Meanwhile, Nearest};
+use crate::store::beside::FRAGMENT_ROWS;
 use crate::store::filter::current;
 use crate::store::held::{HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS};
 use crate::store::memories::row_id_column;
 use crate::store::schema::records;
 use crate::store::sql::col;
-use crate::store::writer::FRAGMENT_ROWS;
 use crate::store::{MemoryRecord, Store, StoreError};
 
 /// Rows read at one time when only changed fragments are: each batch is held under the

@@ -1,0 +1,255 @@
+//! Folds of new rows into a table's indexes and compactions of its small fragments, made
+//! in two parts: their files written beside the writer (seconds at 1M memories: the fold
+//! of the full-text index alone took 4.7 s), then committed in the writer's turn, which
+//! takes a commit's time. Committed beside it too, folds and compactions lost every race to
+//! a load of single adds at 1M memories (Lance builds its manifest again each try, and an
+//! add committed first each time); run whole in the writer's turn instead, they held every
+//! write for 9–14 s.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use lance::dataset::index::DatasetIndexRemapperOptions;
+use lance::dataset::optimize::{commit_compaction, plan_compaction, RewriteResult};
+use lance::index::optimize::{commit_optimize_indices, plan_optimize_indices, IndexSegmentResult};
+use lance::index::DatasetIndexExt;
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
+use lancedb::Table;
+
+use super::StoreError;
+
+/// Index segments past which a fold merges them all into one. Each fold of new rows adds a
+/// segment to the ANN index, and a search reads every segment: at 24 segments an ANN search
+/// took 3× as long as at one.
+const MAX_INDEX_SEGMENTS: usize = 4;
+
+/// How a fold treats the ANN index's segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fold {
+    /// New rows become a new segment; at [`MAX_INDEX_SEGMENTS`] all are merged into one, as
+    /// Lance also does when a partition has grown past 4× its target size or shrunk under
+    /// a quarter of it (it splits or joins partitions then).
+    Segment,
+    /// Segments and new rows are merged into one: what idle time is for, since every
+    /// segment costs every search (at 100k memories, 3 segments made the vector leg
+    /// 13.3 → 15.7 ms). Nothing to do when there is one segment and no new row in any index.
+    Whole,
+}
+
+/// What a fold of `table`'s indexes as `how` says asks of Lance; None when there is
+/// nothing to fold.
+async fn options(table: &Table, how: Fold) -> Result<Option<OptimizeOptions>, StoreError> {
+    let (mut segments, mut unindexed) = (0, 0);
+    for index in table.list_indices().await? {
+        let vector = index.columns.iter().any(|c| c == "vector");
+        // A segment fold needs only the ANN index's segment count; a whole one, every
+        // index's unindexed rows.
+        if !vector && how == Fold::Segment {
+            continue;
+        }
+        let Some(stats) = table.index_stats(&index.name).await? else {
+            continue;
+        };
+        unindexed = unindexed.max(stats.num_unindexed_rows);
+        if vector {
+            segments = stats.num_indices.unwrap_or(0) as usize;
+        }
+    }
+    Ok(Some(match how {
+        Fold::Whole if segments <= 1 && unindexed == 0 => return Ok(None),
+        Fold::Whole => OptimizeOptions::merge(segments.max(1)),
+        Fold::Segment if segments >= MAX_INDEX_SEGMENTS => OptimizeOptions::merge(segments),
+        Fold::Segment => OptimizeOptions::default(),
+    }))
+}
+
+/// Folds new rows into every index of `table` as `how` says, building and committing at
+/// once; false when there was nothing to fold.
+pub(super) async fn fold_indexes(table: &Table, how: Fold) -> Result<bool, StoreError> {
+    let Some(options) = options(table, how).await? else {
+        return Ok(false);
+    };
+    table.optimize(OptimizeAction::Index(options)).await?;
+    Ok(true)
+}
+
+/// A fold's new segments, built from one version of the table and not yet committed.
+pub(super) struct Built {
+    table: Table,
+    dataset: lance::Dataset,
+    segments: Vec<IndexSegmentResult>,
+    options: OptimizeOptions,
+}
+
+/// Builds the segments of a fold of `table`'s indexes as `how` says, committing nothing;
+/// None when there is nothing to fold.
+pub(super) async fn build_fold(table: &Table, how: Fold) -> Result<Option<Built>, StoreError> {
+    let Some(options) = options(table, how).await? else {
+        return Ok(None);
+    };
+    let dataset = latest(table).await?;
+    let plan = plan_optimize_indices(&dataset, &options).await?;
+    let mut built = Vec::with_capacity(plan.tasks.len());
+    for task in &plan.tasks {
+        built.extend(task.execute(&dataset).await?);
+    }
+    let mut segments = Vec::with_capacity(plan.merges.len());
+    for merge in &plan.merges {
+        segments.extend(merge.execute(&dataset, &built).await?);
+    }
+    if segments.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Built {
+        table: table.clone(),
+        dataset,
+        segments,
+        options,
+    }))
+}
+
+impl Built {
+    /// Commits the segments over whatever was committed since they were read from (appends
+    /// keep their rows, unindexed until the next fold), and shows the table's handle the
+    /// new version.
+    pub(super) async fn commit(self) -> Result<u64, StoreError> {
+        let Built {
+            table,
+            mut dataset,
+            segments,
+            options,
+        } = self;
+        commit_optimize_indices(&mut dataset, segments, &options).await?;
+        show(&table, dataset)?;
+        Ok(1)
+    }
+}
+
+/// A compaction's new fragments, written from one version of the table and not yet
+/// committed.
+pub(super) struct Rewritten {
+    table: Table,
+    dataset: lance::Dataset,
+    results: Vec<RewriteResult>,
+    options: CompactionOptions,
+}
+
+/// Rows compaction fills a fragment with. Fragments this large are left alone, so one
+/// compaction rewrites about this many rows at most (about half a second here) however large
+/// the table, while a search's reads of scattered rows touch few fragments (at 100k rows,
+/// 60 fragments of 500 made reading 50 whole rows half again as slow as 2 fragments did).
+pub(super) const FRAGMENT_ROWS: usize = 32_768;
+
+/// Compaction that merges the fragments smaller than [`FRAGMENT_ROWS`].
+pub(super) fn small_fragments_merged() -> CompactionOptions {
+    CompactionOptions {
+        target_rows_per_fragment: FRAGMENT_ROWS,
+        ..Default::default()
+    }
+}
+
+/// Which fragments a compaction merges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Merged {
+    /// Only those no index covers: the commit moves no index's rows, so it takes a
+    /// commit's time. At 1M memories, remapping the indexes to the rows' new places made a
+    /// compaction's commit take 5.2–7.6 s.
+    Unindexed,
+    /// Any the compaction's options pick.
+    Any,
+}
+
+/// `table`'s fragments under [`FRAGMENT_ROWS`] rows: how many no index covers, and how
+/// many one does.
+pub(super) async fn small_fragments(table: &Table) -> Result<(usize, usize), StoreError> {
+    let dataset = latest(table).await?;
+    let indexed = indexed_fragments(&dataset).await?;
+    let small = dataset
+        .manifest
+        .fragments
+        .iter()
+        .filter(|f| f.physical_rows.is_some_and(|rows| rows < FRAGMENT_ROWS));
+    Ok(small.fold((0, 0), |(unindexed, covered), f| {
+        match indexed.contains(&f.id) {
+            true => (unindexed, covered + 1),
+            false => (unindexed + 1, covered),
+        }
+    }))
+}
+
+/// The fragments some index of `dataset` covers (a system index aside).
+async fn indexed_fragments(dataset: &lance::Dataset) -> Result<HashSet<u64>, StoreError> {
+    let indices = dataset.load_indices().await?;
+    let covered = indices
+        .iter()
+        .filter(|index| !lance_index::is_system_index(index))
+        .filter_map(|index| index.fragment_bitmap.as_ref())
+        .flat_map(|bitmap| bitmap.iter().map(u64::from));
+    Ok(covered.collect())
+}
+
+/// Writes the fragments a compaction of `table` with `options` merges the `which` of its
+/// fragments into, committing nothing; None when there is nothing to merge.
+pub(super) async fn rewrite(
+    table: &Table,
+    options: CompactionOptions,
+    which: Merged,
+) -> Result<Option<Rewritten>, StoreError> {
+    let dataset = latest(table).await?;
+    let plan = plan_compaction(&dataset, &options).await?;
+    let indexed = match which {
+        Merged::Unindexed => indexed_fragments(&dataset).await?,
+        Merged::Any => HashSet::new(),
+    };
+    // Lance bins together only fragments the indexes cover alike.
+    let tasks = plan
+        .compaction_tasks()
+        .filter(|t| t.task.fragments.iter().all(|f| !indexed.contains(&f.id)));
+    let mut results = Vec::with_capacity(plan.num_tasks());
+    for task in tasks {
+        results.push(task.execute(&dataset).await?);
+    }
+    if results.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Rewritten {
+        table: table.clone(),
+        dataset,
+        results,
+        options,
+    }))
+}
+
+impl Rewritten {
+    /// Commits the new fragments in place of those they merge (and the indexes' rows moved
+    /// with them); returns how many fragments were merged away. Lance rebases the commit
+    /// over appends since; a write that changed a merged fragment meanwhile voids it.
+    pub(super) async fn commit(self) -> Result<u64, StoreError> {
+        let Rewritten {
+            table,
+            mut dataset,
+            results,
+            options,
+        } = self;
+        let remap = Arc::new(DatasetIndexRemapperOptions::default());
+        let metrics = commit_compaction(&mut dataset, results, remap, &options).await?;
+        show(&table, dataset)?;
+        Ok(metrics.fragments_removed as u64)
+    }
+}
+
+/// `table`'s dataset at its latest version.
+async fn latest(table: &Table) -> Result<lance::Dataset, StoreError> {
+    Ok((*no_local_dataset(table, table.dataset())?.get().await?).clone())
+}
+
+/// Shows `table`'s handle `dataset`, just committed (kept only if it is the newest).
+fn show(table: &Table, dataset: lance::Dataset) -> Result<(), StoreError> {
+    no_local_dataset(table, table.dataset())?.update(dataset);
+    Ok(())
+}
+
+/// `dataset`, `table`'s handle of its local dataset, or why there is none.
+fn no_local_dataset<'a, T>(table: &Table, dataset: Option<&'a T>) -> Result<&'a T, StoreError> {
+    dataset.ok_or_else(|| StoreError::Schema(format!("{} is not a local dataset", table.name())))
+}
