@@ -10,13 +10,16 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use lance::dataset::index::DatasetIndexRemapperOptions;
-use lance::dataset::optimize::{commit_compaction, plan_compaction, RewriteResult};
-use lance::index::optimize::{commit_optimize_indices, plan_optimize_indices, IndexSegmentResult};
+use lance::dataset::optimize::{commit_compaction, plan_compaction};
+use lance::index::optimize::{commit_optimize_indices, plan_optimize_indices};
 use lance::index::DatasetIndexExt;
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 use lancedb::Table;
 
 use super::StoreError;
+
+/// A commit prepared beside the writer, to run in its turn (`WriterHandle::in_turn`).
+pub type InTurn = futures::future::BoxFuture<'static, Result<u64, StoreError>>;
 
 /// Index segments past which a fold merges them all into one. Each fold of new rows adds a
 /// segment to the ANN index, and a search reads every segment: at 24 segments an ANN search
@@ -73,17 +76,11 @@ pub(super) async fn fold_indexes(table: &Table, how: Fold) -> Result<bool, Store
     Ok(true)
 }
 
-/// A fold's new segments, built from one version of the table and not yet committed.
-pub(super) struct Built {
-    table: Table,
-    dataset: lance::Dataset,
-    segments: Vec<IndexSegmentResult>,
-    options: OptimizeOptions,
-}
-
-/// Builds the segments of a fold of `table`'s indexes as `how` says, committing nothing;
-/// None when there is nothing to fold.
-pub(super) async fn build_fold(table: &Table, how: Fold) -> Result<Option<Built>, StoreError> {
+/// Builds the segments of a fold of `table`'s indexes as `how` says, and returns their
+/// commit (to run in the writer's turn); None when there is nothing to fold. The commit
+/// goes over whatever was committed since the segments were read from (appends keep their
+/// rows, unindexed until the next fold), and shows the table's handle the new version.
+pub(super) async fn build_fold(table: &Table, how: Fold) -> Result<Option<InTurn>, StoreError> {
     let Some(options) = options(table, how).await? else {
         return Ok(None);
     };
@@ -100,38 +97,13 @@ pub(super) async fn build_fold(table: &Table, how: Fold) -> Result<Option<Built>
     if segments.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Built {
-        table: table.clone(),
-        dataset,
-        segments,
-        options,
-    }))
-}
-
-impl Built {
-    /// Commits the segments over whatever was committed since they were read from (appends
-    /// keep their rows, unindexed until the next fold), and shows the table's handle the
-    /// new version.
-    pub(super) async fn commit(self) -> Result<u64, StoreError> {
-        let Built {
-            table,
-            mut dataset,
-            segments,
-            options,
-        } = self;
+    let table = table.clone();
+    Ok(Some(Box::pin(async move {
+        let mut dataset = dataset;
         commit_optimize_indices(&mut dataset, segments, &options).await?;
         show(&table, dataset)?;
         Ok(1)
-    }
-}
-
-/// A compaction's new fragments, written from one version of the table and not yet
-/// committed.
-pub(super) struct Rewritten {
-    table: Table,
-    dataset: lance::Dataset,
-    results: Vec<RewriteResult>,
-    options: CompactionOptions,
+    })))
 }
 
 /// Rows compaction fills a fragment with. Fragments this large are left alone, so one
@@ -189,12 +161,15 @@ async fn indexed_fragments(dataset: &lance::Dataset) -> Result<HashSet<u64>, Sto
 }
 
 /// Writes the fragments a compaction of `table` with `options` merges the `which` of its
-/// fragments into, committing nothing; None when there is nothing to merge.
+/// fragments into, and returns their commit (to run in the writer's turn); None when there
+/// is nothing to merge. The commit puts the new fragments in place of those they merge (and
+/// moves the indexes' rows with them) and returns how many were merged away. Lance rebases
+/// it over appends since; a write that changed a merged fragment meanwhile voids it.
 pub(super) async fn rewrite(
     table: &Table,
     options: CompactionOptions,
     which: Merged,
-) -> Result<Option<Rewritten>, StoreError> {
+) -> Result<Option<InTurn>, StoreError> {
     let dataset = latest(table).await?;
     let plan = plan_compaction(&dataset, &options).await?;
     let indexed = match which {
@@ -212,30 +187,14 @@ pub(super) async fn rewrite(
     if results.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Rewritten {
-        table: table.clone(),
-        dataset,
-        results,
-        options,
-    }))
-}
-
-impl Rewritten {
-    /// Commits the new fragments in place of those they merge (and the indexes' rows moved
-    /// with them); returns how many fragments were merged away. Lance rebases the commit
-    /// over appends since; a write that changed a merged fragment meanwhile voids it.
-    pub(super) async fn commit(self) -> Result<u64, StoreError> {
-        let Rewritten {
-            table,
-            mut dataset,
-            results,
-            options,
-        } = self;
+    let table = table.clone();
+    Ok(Some(Box::pin(async move {
+        let mut dataset = dataset;
         let remap = Arc::new(DatasetIndexRemapperOptions::default());
         let metrics = commit_compaction(&mut dataset, results, remap, &options).await?;
         show(&table, dataset)?;
         Ok(metrics.fragments_removed as u64)
-    }
+    })))
 }
 
 /// `table`'s dataset at its latest version.

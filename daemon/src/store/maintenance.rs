@@ -20,9 +20,9 @@ use super::{writer, Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 
-use super::beside::{self, Fold, Merged};
+use super::beside::{self, Fold, InTurn, Merged};
 use super::versions::{VersionBound, WithinBound};
-use super::writer::{InTurn, FOLD_AFTER_ROWS, SCALAR_INDEXES};
+use super::writer::{FOLD_AFTER_ROWS, SCALAR_INDEXES};
 
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
@@ -254,7 +254,7 @@ impl Store {
 
     /// Folds new rows into the memories' indexes: the new segments are built beside the
     /// writer, so writes go on meanwhile (at 1M memories a fold held every write for 5.2 s
-    /// when the writer ran it), and committed in its turn (`fold.rs`). Lance rebases the
+    /// when the writer ran it), and committed in its turn (`beside.rs`). Lance rebases the
     /// commit over the appends made meanwhile (their rows stay unindexed, searched one by
     /// one, until the next fold). Not during an ANN training or a rewrite (the same lock):
     /// either would void the other's commit.
@@ -268,10 +268,7 @@ impl Store {
         if self.compact_merging(memories, Merged::Unindexed).await? > 0 {
             done.push("compacted small fragments");
         }
-        let prepare = || async {
-            let built = beside::build_fold(memories, how).await?;
-            Ok(built.map(|b| Box::pin(b.commit()) as InTurn))
-        };
+        let prepare = || beside::build_fold(memories, how);
         let whole = self.writer.submit(WriteOp::FoldIndexes);
         let folded = self
             .beside_then_in_turn("committing a fold", memories, prepare, whole)
@@ -331,10 +328,7 @@ impl Store {
     /// the edges' three B-trees held every write for 0.36–0.44 s at ~500k edges when the
     /// writer ran the whole fold.
     async fn fold_bookkeeping(&self, table: &Table) -> Result<u64, StoreError> {
-        let prepare = || async {
-            let built = beside::build_fold(table, Fold::Segment).await?;
-            Ok(built.map(|b| Box::pin(b.commit()) as InTurn))
-        };
+        let prepare = || beside::build_fold(table, Fold::Segment);
         let whole = async {
             let fold = OptimizeAction::Index(Default::default());
             self.writer.optimize(table.clone(), fold).await?;
@@ -355,11 +349,7 @@ impl Store {
 
     /// [`Store::compact`] of the `which` of `table`'s fragments.
     async fn compact_merging(&self, table: &Table, which: Merged) -> Result<u64, StoreError> {
-        let prepare = || async {
-            let options = beside::small_fragments_merged();
-            let rewritten = beside::rewrite(table, options, which).await?;
-            Ok(rewritten.map(|r| Box::pin(r.commit()) as InTurn))
-        };
+        let prepare = || beside::rewrite(table, beside::small_fragments_merged(), which);
         let whole = async {
             let compact = OptimizeAction::Compact {
                 options: beside::small_fragments_merged(),

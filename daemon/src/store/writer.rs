@@ -18,7 +18,7 @@ use lancedb::Table;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::beside::{self, Fold, FRAGMENT_ROWS};
+use super::beside::{self, Fold, InTurn, FRAGMENT_ROWS};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows};
@@ -144,9 +144,6 @@ struct Optimize {
     action: OptimizeAction,
     ack: oneshot::Sender<Result<OptimizeStats, StoreError>>,
 }
-
-/// A commit prepared beside the writer (see [`WriterHandle::in_turn`]).
-pub type InTurn = futures::future::BoxFuture<'static, Result<u64, StoreError>>;
 
 enum Job {
     Write {
