@@ -197,9 +197,15 @@ pub(super) async fn rewrite(
     })))
 }
 
-/// `table`'s dataset at its latest version.
+/// `table`'s dataset at its latest version, to change.
 async fn latest(table: &Table) -> Result<lance::Dataset, StoreError> {
-    Ok((*no_local_dataset(table, table.dataset())?.get().await?).clone())
+    Ok((*snapshot(table).await?).clone())
+}
+
+/// `table`'s dataset as it is now: what a read of its fragments or row ids sees, whatever
+/// is committed meanwhile.
+pub(super) async fn snapshot(table: &Table) -> Result<Arc<lance::Dataset>, StoreError> {
+    Ok(no_local_dataset(table, table.dataset())?.get().await?)
 }
 
 /// Shows `table`'s handle `dataset`, just committed (kept only if it is the newest).

@@ -71,6 +71,20 @@ pub const HELD_ANSWERS: &[&str] = &[
     "salience_factors",
 ];
 
+/// The held columns whose values a patch by id of current rows sets in the codes in place
+/// (`nearest/patched.rs`), rather than making every value held stale.
+pub const SET_IN_PLACE: &[&str] = &["salience", "strength", "faded_at", "access_count"];
+
+/// One row's values of [`SET_IN_PLACE`] a patch sets; None where it leaves them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Patched {
+    pub salience: Option<f32>,
+    pub strength: Option<f32>,
+    /// Whether `faded_at` is set (only which sparse columns a row fills is held).
+    pub faded: Option<bool>,
+    pub access_count: Option<i64>,
+}
+
 /// Which of [`SPARSE_COLUMNS`] a row fills, a bit each, whether its [`HELD_WITH_VECTORS`]
 /// are not held ([`UNHELD_WITH_VECTORS`]) and whether its [`HELD_ANSWERS`] are not
 /// ([`UNHELD_ANSWERS`]).
@@ -98,6 +112,15 @@ impl Filled {
     /// The same, for a row whose [`HELD_ANSWERS`] are held.
     pub fn with_answers(self) -> Self {
         Self(self.0 & !UNHELD_ANSWERS)
+    }
+
+    /// The same, with sparse `column` filled or not.
+    fn with(self, column: &str, filled: bool) -> Self {
+        match SPARSE_COLUMNS.iter().position(|c| *c == column) {
+            Some(i) if filled => Self(self.0 | 1 << i),
+            Some(i) => Self(self.0 & !(1 << i)),
+            None => self,
+        }
     }
 
     /// What either row fills.
@@ -388,6 +411,20 @@ impl Held {
         self.rows[i] = fields;
         if i < self.with_vectors.len() {
             self.with_vectors[i] = self.with_vectors_of(record);
+        }
+    }
+
+    /// Sets row `i`'s values a patch set in place (`nearest/patched.rs`).
+    pub fn patch(&mut self, i: usize, values: &Patched) {
+        let row = &mut self.rows[i];
+        if let Some(salience) = values.salience {
+            row.salience = salience;
+        }
+        if let Some(strength) = values.strength {
+            row.strength = strength;
+        }
+        if let Some(faded) = values.faded {
+            row.filled = row.filled.with("faded_at", faded);
         }
     }
 

@@ -136,12 +136,7 @@ impl Store {
     /// The memories table's dataset as it is now: what a read of its fragments or row ids
     /// sees, whatever is committed meanwhile.
     pub(super) async fn snapshot(&self) -> Result<std::sync::Arc<lance::Dataset>, StoreError> {
-        Ok(self
-            .memories
-            .dataset()
-            .ok_or_else(|| StoreError::Schema("the memories table is not a local dataset".into()))?
-            .get()
-            .await?)
+        super::beside::snapshot(&self.memories).await
     }
 
     /// `columns` of the live rows at `row_ids`, straight from the dataset: through a query

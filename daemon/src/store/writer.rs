@@ -23,6 +23,7 @@ use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows};
 use super::held::staling_held;
+use super::nearest::HeldPatch;
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
 use super::sql::{col, Expr, Filtered, Pred};
@@ -513,6 +514,15 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     None => None,
                 };
                 let reembeds = op.patches("vector");
+                // Rows closed by id leave the codes, and values a patch of current rows sets
+                // in held columns are set in them: the fragments either touched need not be
+                // read again.
+                let closes_only = closes.is_some() && !reembeds;
+                let held_patch = (!closes_only).then(|| op.held_patch()).flatten();
+                let before = match closes_only || held_patch.is_some() {
+                    true => beside::snapshot(&memories.table).await.ok(),
+                    false => None,
+                };
                 let result = commit_single(memories, op).await;
                 if deletes_edges {
                     // Which were deleted is Lance's to say: searches walk it until the edges
@@ -538,10 +548,18 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                         _ => memories.nearest.invalidate(),
                     }
                 }
-                if result.is_ok() && changes_ranking {
+                let set_in_place = result.is_ok()
+                    && held_patch.is_some_and(|patch| memories.nearest.patched(&patch));
+                if result.is_ok() && changes_ranking && !closes_only && !set_in_place {
                     // Rows ranked from held values would rank at the old ones, and rows
                     // answered without the sparse columns they held empty would miss them.
                     memories.nearest.ranking_changed();
+                }
+                if let (Ok(_), Some(before), true) = (&result, before, closes_only || set_in_place)
+                {
+                    if let Ok(after) = beside::snapshot(&memories.table).await {
+                        memories.nearest.take_as_read(&before, &after);
+                    }
                 }
                 let _ = ack.send(result);
             }
@@ -584,6 +602,18 @@ impl WriteOp {
         let ids = batch.column_by_name("id")?;
         let ids = ids.as_any().downcast_ref::<StringArray>()?;
         Some(ids.iter().flatten().collect())
+    }
+
+    /// What a patch of current rows sets in held columns, when the codes can set all of it
+    /// in place.
+    fn held_patch(&self) -> Option<HeldPatch> {
+        let WriteOp::Patch { batch, only_if } = self else {
+            return None;
+        };
+        if only_if.as_ref() != Some(&current().on_target()) {
+            return None;
+        }
+        HeldPatch::of(batch, |c| self.patches(c))
     }
 
     /// Whether the op sets `column` of existing memories. A patch carries each column its

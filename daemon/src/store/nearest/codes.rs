@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use super::super::held::{Filled, Held};
+use super::super::held::{Filled, Held, Patched};
 use super::super::held_id::HeldId;
 use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
@@ -408,6 +408,14 @@ impl Codes {
     pub(super) fn retire(&mut self, id: &str) {
         if let Some(i) = self.index_of(id) {
             self.retire_at(i);
+        }
+    }
+
+    /// Sets the values a patch set of row `i`, which is held.
+    pub(super) fn patch(&mut self, i: usize, values: &Patched) {
+        self.held.patch(i, values);
+        if let (Some(answers), Some(count)) = (&mut self.answers, values.access_count) {
+            answers.set_access_count(i, count);
         }
     }
 

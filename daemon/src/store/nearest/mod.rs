@@ -11,13 +11,16 @@
 //! Lance stays the truth. Only current rows are held: new memories join as they are written,
 //! a new version takes its old version's place, and writes that close, delete or re-embed
 //! rows in bulk drop the codes at once — until they are read again the ANN index serves,
-//! rather than codes that propose rows gone or vectors changed. Bulk changes to a ranking
-//! column (decay) leave the codes but not their ranking values: the candidates' rows are
-//! then taken by row id (or read by id, where a row moved) and ranked by their stored
-//! vectors. Other changes (updates, consolidation, compaction) move rows, and the next
-//! maintenance pass reads again the fragments of the table they changed (`refresh.rs`).
+//! rather than codes that propose rows gone or vectors changed. Patches by id of current
+//! rows' salience, strength, fade marks or accesses (decay, dedup's merges) are set in the
+//! codes as they commit (`patched.rs`). Other bulk changes to a ranking column leave the
+//! codes but not their ranking values: the candidates' rows are then taken by row id (or
+//! read by id, where a row moved) and ranked by their stored vectors. Other changes
+//! (updates, consolidation, compaction) move rows, and the next maintenance pass reads again
+//! the fragments of the table they changed (`refresh.rs`).
 
 mod codes;
+mod patched;
 mod refresh;
 mod text;
 mod unfiltered;
@@ -27,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 
 use codes::Codes;
+pub use patched::HeldPatch;
 
 use super::held::{known_when_held, with_held, Filled};
 use super::memories::{Near, Scored, RANKING_COLUMNS};

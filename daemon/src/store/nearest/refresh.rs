@@ -4,7 +4,8 @@
 //! (a compaction), rewritten in part (a patch of some columns) or given deletions (rows
 //! closed or moved). Read whole after any write, the codes of 1M memories took ~12 s of a
 //! core and ~900 MB besides those held every maintenance pass; a new memory now costs the
-//! read of its own fragment, an index fold (which changes no fragment) nothing.
+//! read of its own fragment, an index fold (which changes no fragment) nothing, and a write
+//! whose whole change to the rows held the codes took as it committed (`patched.rs`) nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -509,6 +510,114 @@ mod tests {
         let mut stored = stored_row_ids(store).await;
         stored.sort();
         stored
+    }
+
+    /// Writes whose whole change to the rows held the codes take as they commit leave no
+    /// fragment to read again: a merge's rows closed by id, its survivors' salience and
+    /// accesses lifted, decay's strengths and fade marks. The codes then answer as a whole
+    /// read does. A patch of another held column still leaves its fragments to read.
+    #[tokio::test]
+    async fn patches_the_codes_take_in_place_leave_no_fragment_to_read() {
+        use lancedb::arrow::arrow_array::{ArrayRef, Float32Array, Int64Array, StringArray};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::test_store(dir.path()).await;
+        let writer = store.writer();
+        let mut rows: Vec<MemoryRecord> = ["a", "b", "c", "d"]
+            .iter()
+            .enumerate()
+            .map(|(i, id)| row(id, i))
+            .collect();
+        for r in &mut rows {
+            // As the store writes them, so the answered columns are held too.
+            r.content_hash = crate::store::schema::content_hash(&r.content);
+            r.set_salience_factors(None);
+            r.faded_at = None;
+        }
+        writer.submit(WriteOp::Insert(rows)).await.unwrap();
+        // As maintenance builds it: with an index on the id, Lance patches columns in place
+        // (without, it moves the rows patched to a new fragment, which is read).
+        writer.submit(WriteOp::BuildScalarIndexes).await.unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        let to_read = || async {
+            let dataset = store.snapshot().await.unwrap();
+            let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
+            let changed = store.nearest.changed(&dataset, whole);
+            changed.map(|c| (c.read.len(), c.stale.len()))
+        };
+        let ids = |ids: &[&str]| -> ArrayRef { Arc::new(StringArray::from(ids.to_vec())) };
+        let open = |n: usize| -> ArrayRef { Arc::new(Int64Array::from(vec![None::<i64>; n])) };
+        let under_current = |batch| WriteOp::Patch {
+            batch,
+            only_if: Some(current().on_target()),
+        };
+        let patches = [
+            // A merge: a closed into b, then b lifted.
+            vec![
+                ("id", ids(&["a"])),
+                ("valid_to", Arc::new(Int64Array::from(vec![9])) as ArrayRef),
+                ("superseded_by", ids(&["b"])),
+            ],
+            vec![
+                ("id", ids(&["b"])),
+                (
+                    "access_count",
+                    Arc::new(Int64Array::from(vec![7])) as ArrayRef,
+                ),
+                (
+                    "salience",
+                    Arc::new(Float32Array::from(vec![9.5])) as ArrayRef,
+                ),
+                ("valid_to", open(1)),
+            ],
+            // Decay: c weakened and faded, d weakened.
+            vec![
+                ("id", ids(&["c", "d"])),
+                (
+                    "strength",
+                    Arc::new(Float32Array::from(vec![0.25, 0.5])) as ArrayRef,
+                ),
+                (
+                    "faded_at",
+                    Arc::new(Int64Array::from(vec![Some(5), None])) as ArrayRef,
+                ),
+                ("valid_to", open(2)),
+            ],
+        ];
+        for patch in patches {
+            let names: Vec<&str> = patch.iter().map(|(c, _)| *c).collect();
+            let batch = store.patch(patch.clone()).unwrap();
+            writer.submit(under_current(batch)).await.unwrap();
+            assert!(store.nearest.holds_ranking(), "{names:?}");
+            assert_eq!(to_read().await, Some((0, 0)), "{names:?}");
+        }
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let wanted = super::super::tests::nearest_wanted(&store, 1, 3).await;
+        let in_place = store.complete(&wanted).await.unwrap();
+        assert_eq!(in_place["b"].salience, 9.5);
+        assert_eq!(in_place["b"].access_count, 7);
+        assert_eq!(in_place["c"].strength, 0.25);
+        assert_eq!(in_place["c"].faded_at, Some(5));
+        assert_eq!(in_place["d"].strength, 0.5);
+        store.nearest.invalidate();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let wanted = super::super::tests::nearest_wanted(&store, 1, 3).await;
+        assert_eq!(store.complete(&wanted).await.unwrap(), in_place);
+
+        // A held column not set in place: its values are stale until its fragment is read.
+        let valence: ArrayRef = Arc::new(Float32Array::from(vec![0.5]));
+        let batch = store
+            .patch(vec![
+                ("id", ids(&["b"])),
+                ("emotion_valence", valence),
+                ("valid_to", open(1)),
+            ])
+            .unwrap();
+        writer.submit(under_current(batch)).await.unwrap();
+        assert!(!store.nearest.holds_ranking());
+        assert_eq!(to_read().await.map(|(read, _)| read), Some(1));
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert!(store.nearest.holds_ranking());
     }
 
     /// After each write only the fragments it changed are read (the codes keep the rows it

@@ -161,6 +161,18 @@ impl Answers {
         })
     }
 
+    /// Sets row `row`'s access count, where its values are held; a count they cannot hold
+    /// lets them go (the row's columns are taken from the store).
+    pub(super) fn set_access_count(&mut self, row: usize, count: i64) {
+        let Some(a) = self.rows.get_mut(row).filter(|a| a.at != UNHELD) else {
+            return;
+        };
+        match u32::try_from(count) {
+            Ok(count) => a.access_count = count,
+            Err(_) => *a = NOT_HELD,
+        }
+    }
+
     /// Whether row `row`'s values are held.
     pub(super) fn holds(&self, row: usize) -> bool {
         self.rows.get(row).is_some_and(|a| a.at != UNHELD)

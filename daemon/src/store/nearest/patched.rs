@@ -1,0 +1,189 @@
+//! Writes whose whole change to the rows held the codes take as it commits. Dedup's merges
+//! close rows by id and lift their survivors' salience and accesses; decay sets strengths.
+//! Each patches a few columns of rows all over the table, and the next maintenance pass read
+//! again every fragment such a patch had touched: at 1M memories, a whole read (~12 s of a
+//! core) every pass of a first consolidation. Now rows closed by id leave the codes as they
+//! are closed (`retired`), the values of [`SET_IN_PLACE`] a patch of current rows sets are set
+//! in them here, and the fragments such a write touched are then taken as read.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+use lance::table::format::Fragment;
+use lance::Dataset;
+use lancedb::arrow::arrow_array::{
+    Array, ArrayRef, Float32Array, Int64Array, RecordBatch, StringArray,
+};
+
+use super::Nearest;
+use crate::store::held::{Patched, SET_IN_PLACE};
+
+/// The values a patch by id of current rows sets in held columns, all of [`SET_IN_PLACE`].
+pub struct HeldPatch {
+    ids: StringArray,
+    salience: Option<Float32Array>,
+    strength: Option<Float32Array>,
+    faded_at: Option<Int64Array>,
+    access_count: Option<Int64Array>,
+}
+
+/// `column` as an array of `T`: Some(None) when there is none, None when it is of another
+/// type or holds a null (a value the codes could not hold).
+fn typed<T: Array + Clone + 'static>(column: Option<&ArrayRef>) -> Option<Option<T>> {
+    match column {
+        None => Some(None),
+        Some(c) if c.null_count() > 0 => None,
+        Some(c) => c.as_any().downcast_ref::<T>().cloned().map(Some),
+    }
+}
+
+impl HeldPatch {
+    /// What `batch`, a patch by id of current rows, sets in held columns; None when it sets
+    /// any column but those of [`SET_IN_PLACE`] (its id aside). `sets` says whether it sets
+    /// a column, rather than carrying it for its condition.
+    pub fn of(batch: &RecordBatch, sets: impl Fn(&str) -> bool) -> Option<Self> {
+        let schema = batch.schema();
+        let others = schema.fields().iter().map(|f| f.name().as_str());
+        if others
+            .filter(|c| *c != "id" && sets(c))
+            .any(|c| !SET_IN_PLACE.contains(&c))
+        {
+            return None;
+        }
+        let set = |c: &str| batch.column_by_name(c).filter(|_| sets(c));
+        // A null unfades a row: only whether it is set is held.
+        let faded_at = match set("faded_at") {
+            Some(c) => Some(c.as_any().downcast_ref::<Int64Array>()?.clone()),
+            None => None,
+        };
+        Some(Self {
+            ids: typed(batch.column_by_name("id"))??,
+            salience: typed(set("salience"))?,
+            strength: typed(set("strength"))?,
+            faded_at,
+            access_count: typed(set("access_count"))?,
+        })
+    }
+
+    /// What the patch sets of its `k`th row.
+    fn values(&self, k: usize) -> Patched {
+        Patched {
+            salience: self.salience.as_ref().map(|a| a.value(k)),
+            strength: self.strength.as_ref().map(|a| a.value(k)),
+            faded: self.faded_at.as_ref().map(|a| a.is_valid(k)),
+            access_count: self.access_count.as_ref().map(|a| a.value(k)),
+        }
+    }
+}
+
+impl Nearest {
+    /// Sets in the rows held what `patch`, just committed, set: true when it did. Not while
+    /// the codes are read again: the read may have met the rows before the patch, so the
+    /// values held must be taken as stale, as for any other change of held columns.
+    pub fn patched(&self, patch: &HeldPatch) -> bool {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        if self.reading.load(Ordering::Acquire) {
+            return false;
+        }
+        if let Some(codes) = guard.as_mut() {
+            for (k, id) in patch.ids.iter().enumerate() {
+                if let Some(i) = id.and_then(|id| codes.index_of(id)) {
+                    codes.patch(i, &patch.values(k));
+                }
+            }
+        }
+        true
+    }
+
+    /// Takes the fragments one commit changed (`before` it and `after`) as read, where the
+    /// codes had read them as they were before it: for a commit whose whole change to the
+    /// rows held is in the codes already (rows closed by id, values set in place). Not while
+    /// the codes are read again: that read holds the fragments it read from when it ends.
+    pub fn take_as_read(&self, before: &Dataset, after: &Dataset) {
+        let (was, now) = (before.version().version, after.version().version);
+        if now != was + 1 || self.reading.load(Ordering::Acquire) {
+            return;
+        }
+        let changed: HashMap<u64, &Fragment> =
+            before.fragments().iter().map(|f| (f.id, f)).collect();
+        let mut read_from = self.read_from.lock().unwrap_or_else(|e| e.into_inner());
+        for fragment in after.fragments().iter() {
+            let Some(old) = changed.get(&fragment.id) else {
+                continue;
+            };
+            if read_from.get(&fragment.id) == Some(*old) {
+                read_from.insert(fragment.id, fragment.clone());
+            }
+        }
+        // Read at the version before, and every fragment it changed taken as read: the
+        // codes are as a read after it would leave them.
+        let all_taken = after
+            .fragments()
+            .iter()
+            .all(|f| read_from.get(&f.id) == Some(f))
+            && read_from.len() == after.fragments().len();
+        if all_taken {
+            let _ = self
+                .read_at
+                .compare_exchange(was, now, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use lancedb::arrow::arrow_array::{ArrayRef, Float32Array, Int64Array, StringArray};
+
+    use super::*;
+    use crate::store::schema::{memories_schema, patch_batch};
+
+    fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        let ids: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+        let mut all = vec![("id", ids)];
+        all.extend(columns);
+        patch_batch(&memories_schema(4), all).unwrap()
+    }
+
+    /// Every column set counts; one carried for the condition does not.
+    fn sets_all_but_valid_to(column: &str) -> bool {
+        column != "valid_to"
+    }
+
+    #[test]
+    fn a_patch_is_set_in_place_only_when_the_codes_can_hold_all_it_sets() {
+        let strengths: ArrayRef = Arc::new(Float32Array::from(vec![0.25, 0.5]));
+        let faded: ArrayRef = Arc::new(Int64Array::from(vec![Some(3), None]));
+        let open: ArrayRef = Arc::new(Int64Array::from(vec![None::<i64>, None]));
+        let decay = batch(vec![
+            ("strength", strengths.clone()),
+            ("faded_at", faded),
+            ("valid_to", open),
+        ]);
+        let patch = HeldPatch::of(&decay, sets_all_but_valid_to).unwrap();
+        let first = Patched {
+            strength: Some(0.25),
+            faded: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(patch.values(0), first);
+        assert_eq!(patch.values(1).faded, Some(false), "a null unfades");
+
+        // A column held that is not set in place, a null where a value must be held, a
+        // value of another type: the values held go stale instead.
+        let valence: ArrayRef = Arc::new(Float32Array::from(vec![0.5, 0.5]));
+        let with_valence = batch(vec![("strength", strengths), ("emotion_valence", valence)]);
+        assert!(HeldPatch::of(&with_valence, sets_all_but_valid_to).is_none());
+        let loose = |column: ArrayRef| {
+            let ids: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+            RecordBatch::try_from_iter(vec![("id", ids), ("salience", column)]).unwrap()
+        };
+        let no_salience = Arc::new(Float32Array::from(vec![Some(1.0), None]));
+        assert!(HeldPatch::of(&loose(no_salience), sets_all_but_valid_to).is_none());
+        let accesses = Arc::new(Int64Array::from(vec![4, 5]));
+        assert!(HeldPatch::of(&loose(accesses), sets_all_but_valid_to).is_none());
+        let saliences = Arc::new(Float32Array::from(vec![4.0, 5.0]));
+        assert!(HeldPatch::of(&loose(saliences), sets_all_but_valid_to).is_some());
+    }
+}
