@@ -548,8 +548,13 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                         _ => memories.nearest.invalidate(),
                     }
                 }
-                let set_in_place = result.is_ok()
-                    && held_patch.is_some_and(|patch| memories.nearest.patched(&patch));
+                let set_in_place = match (&result, held_patch) {
+                    (Ok(_), Some(patch)) => {
+                        memories.nearest.patched(&patch);
+                        true
+                    }
+                    _ => false,
+                };
                 if result.is_ok() && changes_ranking && !closes_only && !set_in_place {
                     // Rows ranked from held values would rank at the old ones, and rows
                     // answered without the sparse columns they held empty would miss them.

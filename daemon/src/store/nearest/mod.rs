@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 
 use codes::Codes;
+use lance::table::format::Fragment;
 pub use patched::HeldPatch;
 
 use super::held::{known_when_held, with_held, Filled};
@@ -65,7 +66,7 @@ pub(super) struct Nearest {
     ranking_changes: AtomicU64,
     meanwhile: std::sync::Mutex<Vec<Meanwhile>>,
     /// The memories table's fragments the codes were read from, by id (`refresh.rs`).
-    read_from: std::sync::Mutex<HashMap<u64, lance::table::format::Fragment>>,
+    read_from: std::sync::Mutex<HashMap<u64, Fragment>>,
 }
 
 /// A write made while the codes were read, applied to them after.
@@ -74,6 +75,10 @@ enum Meanwhile {
     /// entities as stored.
     Held(Box<MemoryRecord>, Vec<String>),
     Retired(String),
+    /// Values a patch set in place (`patched.rs`): the read may have met them before.
+    Patched(Box<HeldPatch>),
+    /// The fragments a commit the codes took whole changed, each before and after it.
+    Taken(Vec<(Fragment, Fragment)>),
 }
 
 /// What the codes propose for a search.

@@ -15,10 +15,12 @@ use lancedb::arrow::arrow_array::{
     Array, ArrayRef, Float32Array, Int64Array, RecordBatch, StringArray,
 };
 
-use super::Nearest;
+use super::codes::Codes;
+use super::{Meanwhile, Nearest};
 use crate::store::held::{Patched, SET_IN_PLACE};
 
 /// The values a patch by id of current rows sets in held columns, all of [`SET_IN_PLACE`].
+#[derive(Clone)]
 pub struct HeldPatch {
     ids: StringArray,
     salience: Option<Float32Array>,
@@ -76,57 +78,75 @@ impl HeldPatch {
     }
 }
 
-impl Nearest {
-    /// Sets in the rows held what `patch`, just committed, set: true when it did. Not while
-    /// the codes are read again: the read may have met the rows before the patch, so the
-    /// values held must be taken as stale, as for any other change of held columns.
-    pub fn patched(&self, patch: &HeldPatch) -> bool {
-        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
-        if self.reading.load(Ordering::Acquire) {
-            return false;
-        }
-        if let Some(codes) = guard.as_mut() {
-            for (k, id) in patch.ids.iter().enumerate() {
-                if let Some(i) = id.and_then(|id| codes.index_of(id)) {
-                    codes.patch(i, &patch.values(k));
-                }
+impl HeldPatch {
+    /// Sets in `codes` the values the patch set of each row they hold.
+    pub(super) fn set_in(&self, codes: &mut Codes) {
+        for (k, id) in self.ids.iter().enumerate() {
+            if let Some(i) = id.and_then(|id| codes.index_of(id)) {
+                codes.patch(i, &self.values(k));
             }
         }
-        true
+    }
+}
+
+impl Nearest {
+    /// Sets in the rows held what `patch`, just committed, set. A read of the codes under
+    /// way may have met the rows before the patch: it sets them again when it ends.
+    pub fn patched(&self, patch: &HeldPatch) {
+        let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(codes) = guard.as_mut() {
+            patch.set_in(codes);
+        }
+        if self.reading.load(Ordering::Acquire) {
+            let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
+            meanwhile.push(Meanwhile::Patched(Box::new(patch.clone())));
+        }
     }
 
     /// Takes the fragments one commit changed (`before` it and `after`) as read, where the
     /// codes had read them as they were before it: for a commit whose whole change to the
-    /// rows held is in the codes already (rows closed by id, values set in place). Not while
-    /// the codes are read again: that read holds the fragments it read from when it ends.
+    /// rows held is in the codes already (rows closed by id, values set in place). A read
+    /// under way takes them when it ends, from the fragments it read.
     pub fn take_as_read(&self, before: &Dataset, after: &Dataset) {
         let (was, now) = (before.version().version, after.version().version);
-        if now != was + 1 || self.reading.load(Ordering::Acquire) {
+        if now != was + 1 {
             return;
         }
-        let changed: HashMap<u64, &Fragment> =
-            before.fragments().iter().map(|f| (f.id, f)).collect();
-        let mut read_from = self.read_from.lock().unwrap_or_else(|e| e.into_inner());
-        for fragment in after.fragments().iter() {
-            let Some(old) = changed.get(&fragment.id) else {
-                continue;
-            };
-            if read_from.get(&fragment.id) == Some(*old) {
-                read_from.insert(fragment.id, fragment.clone());
-            }
-        }
-        // Read at the version before, and every fragment it changed taken as read: the
-        // codes are as a read after it would leave them.
-        let all_taken = after
+        let old: HashMap<u64, &Fragment> = before.fragments().iter().map(|f| (f.id, f)).collect();
+        let changed: Vec<(Fragment, Fragment)> = after
             .fragments()
             .iter()
-            .all(|f| read_from.get(&f.id) == Some(f))
-            && read_from.len() == after.fragments().len();
-        if all_taken {
+            .filter_map(|f| Some(((*old.get(&f.id)?).clone(), f.clone())))
+            .filter(|(old, new)| old != new)
+            .collect();
+        // Under the codes' lock, which a read holds as it ends.
+        let _codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        if self.reading.load(Ordering::Acquire) {
+            let mut meanwhile = self.meanwhile.lock().unwrap_or_else(|e| e.into_inner());
+            meanwhile.push(Meanwhile::Taken(changed));
+            return;
+        }
+        if self.take_fragments(&changed) {
+            // Read at the version before, and all it changed taken: as a read after it.
             let _ = self
                 .read_at
                 .compare_exchange(was, now, Ordering::Relaxed, Ordering::Relaxed);
         }
+    }
+
+    /// Takes each fragment of `changed` (before and after a commit) as read where it was
+    /// read as it was before: true when every one was.
+    pub(super) fn take_fragments(&self, changed: &[(Fragment, Fragment)]) -> bool {
+        let mut read_from = self.read_from.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = true;
+        for (old, new) in changed {
+            if read_from.get(&old.id) == Some(old) {
+                read_from.insert(new.id, new.clone());
+            } else {
+                all = false;
+            }
+        }
+        all
     }
 }
 

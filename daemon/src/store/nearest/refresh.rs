@@ -158,7 +158,7 @@ impl Nearest {
             .iter()
             .filter_map(|w| match w {
                 Meanwhile::Retired(id) => Some(id.clone()),
-                Meanwhile::Held(..) => None,
+                _ => None,
             })
             .collect()
     }
@@ -177,13 +177,22 @@ impl Nearest {
         let meanwhile = self.end_read(&mut guard, begun)?;
         let codes = guard.as_mut()?;
         codes.retire_unseen(&changed.stale, &seen);
+        let mut taken = Vec::new();
         for write in meanwhile {
-            if let Meanwhile::Retired(id) = write {
-                codes.retire(&id);
+            match write {
+                Meanwhile::Retired(id) => codes.retire(&id),
+                Meanwhile::Patched(patch) => patch.set_in(codes),
+                Meanwhile::Taken(fragments) => taken.push(fragments),
+                // Held in these codes as it was written.
+                Meanwhile::Held(..) => {}
             }
         }
-        // Every held value a write changed lies in a fragment it changed, read again here.
+        // Every held value a write changed lies in a fragment it changed, read again here,
+        // or was set in the codes by the write.
         self.mark_read(codes, read_at, begun);
+        for fragments in &taken {
+            self.take_fragments(fragments);
+        }
         self.unplaced
             .store(codes.unplaced() as u64, Ordering::Relaxed);
         Some(codes.len())
@@ -205,6 +214,7 @@ impl Nearest {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         let meanwhile = self.end_read(&mut guard, begun)?;
         let mut late = 0;
+        let mut taken = Vec::new();
         for write in meanwhile {
             match write {
                 // A row the read found is held with its row id.
@@ -214,9 +224,14 @@ impl Nearest {
                     late += 1;
                 }
                 Meanwhile::Retired(id) => codes.retire(&id),
+                Meanwhile::Patched(patch) => patch.set_in(&mut codes),
+                Meanwhile::Taken(fragments) => taken.push(fragments),
             }
         }
         self.mark_read(&mut codes, read_at, begun);
+        for fragments in &taken {
+            self.take_fragments(fragments);
+        }
         self.unplaced.store(late, Ordering::Relaxed);
         let first = guard.is_none();
         let held = (codes.len(), codes.bytes(), first);
@@ -618,6 +633,35 @@ mod tests {
         assert_eq!(to_read().await.map(|(read, _)| read), Some(1));
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
         assert!(store.nearest.holds_ranking());
+
+        // Patches while the codes are read again, from the table before them: the read ends
+        // with their values, and with their fragments taken as read.
+        let begun = store.nearest.begin_read();
+        let dataset = store.snapshot().await.unwrap();
+        let salience: ArrayRef = Arc::new(Float32Array::from(vec![4.5]));
+        let lift = store
+            .patch(vec![
+                ("id", ids(&["d"])),
+                ("salience", salience),
+                ("valid_to", open(1)),
+            ])
+            .unwrap();
+        writer.submit(under_current(lift)).await.unwrap();
+        let closed: ArrayRef = Arc::new(Int64Array::from(vec![9]));
+        let close = store
+            .patch(vec![("id", ids(&["c"])), ("valid_to", closed)])
+            .unwrap();
+        writer.submit(under_current(close)).await.unwrap();
+        let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
+        let started = std::time::Instant::now();
+        store
+            .read_whole(&dataset, whole, begun, started)
+            .await
+            .unwrap();
+        assert_eq!(to_read().await, Some((0, 0)));
+        let held = store.nearest.held(&["c", "d"]).unwrap();
+        assert!(held[0].is_none(), "c was closed");
+        assert_eq!(held[1].as_ref().map(|r| r.salience), Some(4.5));
     }
 
     /// After each write only the fragments it changed are read (the codes keep the rows it
