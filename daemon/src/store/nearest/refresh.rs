@@ -562,9 +562,10 @@ mod tests {
         };
         let ids = |ids: &[&str]| -> ArrayRef { Arc::new(StringArray::from(ids.to_vec())) };
         let open = |n: usize| -> ArrayRef { Arc::new(Int64Array::from(vec![None::<i64>; n])) };
-        let under_current = |batch| WriteOp::Patch {
-            batch,
-            only_if: Some(current().on_target()),
+        let patch_current = |columns: Vec<(&str, ArrayRef)>| {
+            let batch = store.patch(columns).unwrap();
+            let only_if = Some(current().on_target());
+            writer.submit(WriteOp::Patch { batch, only_if })
         };
         let patches = [
             // A merge: a closed into b, then b lifted.
@@ -601,8 +602,7 @@ mod tests {
         ];
         for patch in patches {
             let names: Vec<&str> = patch.iter().map(|(c, _)| *c).collect();
-            let batch = store.patch(patch.clone()).unwrap();
-            writer.submit(under_current(batch)).await.unwrap();
+            patch_current(patch).await.unwrap();
             assert!(store.nearest.holds_ranking(), "{names:?}");
             assert_eq!(to_read().await, Some((0, 0)), "{names:?}");
         }
@@ -620,15 +620,13 @@ mod tests {
         assert_eq!(store.complete(&wanted).await.unwrap(), in_place);
 
         // A held column not set in place: its values are stale until its fragment is read.
-        let valence: ArrayRef = Arc::new(Float32Array::from(vec![0.5]));
-        let batch = store
-            .patch(vec![
-                ("id", ids(&["b"])),
-                ("emotion_valence", valence),
-                ("valid_to", open(1)),
-            ])
+        let one_value = |id: &str, column: &'static str, value: f32| {
+            let value: ArrayRef = Arc::new(Float32Array::from(vec![value]));
+            vec![("id", ids(&[id])), (column, value), ("valid_to", open(1))]
+        };
+        patch_current(one_value("b", "emotion_valence", 0.5))
+            .await
             .unwrap();
-        writer.submit(under_current(batch)).await.unwrap();
         assert!(!store.nearest.holds_ranking());
         assert_eq!(to_read().await.map(|(read, _)| read), Some(1));
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
@@ -638,20 +636,13 @@ mod tests {
         // with their values, and with their fragments taken as read.
         let begun = store.nearest.begin_read();
         let dataset = store.snapshot().await.unwrap();
-        let salience: ArrayRef = Arc::new(Float32Array::from(vec![4.5]));
-        let lift = store
-            .patch(vec![
-                ("id", ids(&["d"])),
-                ("salience", salience),
-                ("valid_to", open(1)),
-            ])
+        patch_current(one_value("d", "salience", 4.5))
+            .await
             .unwrap();
-        writer.submit(under_current(lift)).await.unwrap();
         let closed: ArrayRef = Arc::new(Int64Array::from(vec![9]));
-        let close = store
-            .patch(vec![("id", ids(&["c"])), ("valid_to", closed)])
+        patch_current(vec![("id", ids(&["c"])), ("valid_to", closed)])
+            .await
             .unwrap();
-        writer.submit(under_current(close)).await.unwrap();
         let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
         let started = std::time::Instant::now();
         store
