@@ -519,7 +519,8 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                 // read again.
                 let closes_only = closes.is_some() && !reembeds;
                 let held_patch = (!closes_only).then(|| op.held_patch()).flatten();
-                let before = match closes_only || held_patch.is_some() {
+                let takes_whole = closes_only || held_patch.is_some();
+                let before = match takes_whole {
                     true => beside::snapshot(&memories.table).await.ok(),
                     false => None,
                 };
@@ -548,20 +549,15 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                         _ => memories.nearest.invalidate(),
                     }
                 }
-                let set_in_place = match (&result, held_patch) {
-                    (Ok(_), Some(patch)) => {
-                        memories.nearest.patched(&patch);
-                        true
-                    }
-                    _ => false,
-                };
-                if result.is_ok() && changes_ranking && !closes_only && !set_in_place {
+                if let (Ok(_), Some(patch)) = (&result, &held_patch) {
+                    memories.nearest.patched(patch);
+                }
+                if result.is_ok() && changes_ranking && !takes_whole {
                     // Rows ranked from held values would rank at the old ones, and rows
                     // answered without the sparse columns they held empty would miss them.
                     memories.nearest.ranking_changed();
                 }
-                if let (Ok(_), Some(before), true) = (&result, before, closes_only || set_in_place)
-                {
+                if let (Ok(_), Some(before)) = (&result, before) {
                     if let Ok(after) = beside::snapshot(&memories.table).await {
                         memories.nearest.take_as_read(&before, &after);
                     }
