@@ -1,17 +1,16 @@
 //! Access folding: each search appends one small `access_log` row per result; here they are
 //! summed into `access_count` and `last_accessed_at`. A row only takes events newer than its
 //! `last_accessed_at`, so folding the same events twice (after a crash) changes nothing.
+//! The codes held for searches take each patch as it commits (`store/nearest/patched.rs`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use lancedb::arrow::arrow_array::{Int64Array, StringArray};
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 
 use super::pace::{Pace, Stop};
 use super::{bump, events_cutoff};
 use crate::store::runs::AccessTally;
-use crate::store::{col, Expr, WriteOp};
+use crate::store::{col, WriteOp};
 
 /// (id, new access_count, new last_accessed_at, events folded) for each tally newer than
 /// what its row holds.
@@ -50,36 +49,9 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             .collect();
         let rows = folded(chunk, &stored);
         if !rows.is_empty() {
-            let batch = store.patch(vec![
-                (
-                    "id",
-                    Arc::new(
-                        rows.iter()
-                            .map(|r| Some(r.0.as_str()))
-                            .collect::<StringArray>(),
-                    ),
-                ),
-                (
-                    "access_count",
-                    Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()),
-                ),
-                (
-                    "last_accessed_at",
-                    Arc::new(rows.iter().map(|r| Some(r.2)).collect::<Int64Array>()),
-                ),
-            ])?;
-            let updated = store
-                .writer()
-                .submit(WriteOp::Patch {
-                    batch,
-                    only_if: Some(
-                        col("last_accessed_at")
-                            .null()
-                            .or(col("last_accessed_at").lt(Expr::Source("last_accessed_at")))
-                            .on_target(),
-                    ),
-                })
-                .await?;
+            let fold: Vec<(&str, i64, i64)> =
+                rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
+            let updated = store.writer().submit(store.accesses_patch(&fold)?).await?;
             bump(record, "memories", updated);
         }
         bump(record, "events", rows.iter().map(|r| r.3 as u64).sum());

@@ -10,6 +10,15 @@ pub fn current() -> Pred {
     col("valid_to").null()
 }
 
+/// Rows that have not taken the accesses a patch folds: their last access is older than the
+/// patch's `last_accessed_at`, or they have none. Folding the same events twice (after a
+/// crash) changes nothing.
+pub fn unfolded_accesses() -> Pred {
+    col("last_accessed_at")
+        .null()
+        .or(col("last_accessed_at").lt(Expr::Source("last_accessed_at")))
+}
+
 /// When a memory happened: its event time, or when it was added.
 /// Rows not yet sealed (null in rows older than schema 3).
 pub fn plain_rows() -> Pred {

@@ -83,6 +83,9 @@ pub struct Patched {
     /// Whether `faded_at` is set (only which sparse columns a row fills is held).
     pub faded: Option<bool>,
     pub access_count: Option<i64>,
+    /// Accesses folded up to then: the access count and this last access are set only
+    /// where the row's last access is older (`filter::unfolded_accesses`).
+    pub last_accessed_at: Option<i64>,
 }
 
 /// Which of [`SPARSE_COLUMNS`] a row fills, a bit each, whether its [`HELD_WITH_VECTORS`]

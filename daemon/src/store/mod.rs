@@ -465,6 +465,30 @@ impl Store {
         })
     }
 
+    /// Folds accesses into memories: each of `rows` (id, access count, last access) sets
+    /// both where the row has not taken them (`filter::unfolded_accesses`).
+    pub fn accesses_patch(&self, rows: &[(&str, i64, i64)]) -> Result<WriteOp, StoreError> {
+        use lancedb::arrow::arrow_array::Int64Array;
+        let batch = self.patch(vec![
+            (
+                "id",
+                Arc::new(rows.iter().map(|r| Some(r.0)).collect::<StringArray>()),
+            ),
+            (
+                "access_count",
+                Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()),
+            ),
+            (
+                "last_accessed_at",
+                Arc::new(rows.iter().map(|r| Some(r.2)).collect::<Int64Array>()),
+            ),
+        ])?;
+        Ok(WriteOp::Patch {
+            batch,
+            only_if: Some(filter::unfolded_accesses().on_target()),
+        })
+    }
+
     /// Every table, memories first: what storage maintenance walks.
     pub fn tables(&self) -> Vec<Table> {
         vec![

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use super::beside::{self, Fold, InTurn, FRAGMENT_ROWS};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
-use super::filter::{current, plain_rows};
+use super::filter::{current, plain_rows, unfolded_accesses};
 use super::held::staling_held;
 use super::nearest::HeldPatch;
 use super::schema::{from_batch, to_batch, MemoryRecord};
@@ -514,9 +514,9 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     None => None,
                 };
                 let reembeds = op.patches("vector");
-                // Rows closed by id leave the codes, and values a patch of current rows sets
-                // in held columns are set in them: the fragments either touched need not be
-                // read again.
+                // Rows closed by id leave the codes, and values a patch of current rows (or
+                // the access fold's) sets in held columns are set in them: the fragments
+                // either touched need not be read again.
                 let closes_only = closes.is_some() && !reembeds;
                 let held_patch = (!closes_only).then(|| op.held_patch()).flatten();
                 let takes_whole = closes_only || held_patch.is_some();
@@ -605,16 +605,23 @@ impl WriteOp {
         Some(ids.iter().flatten().collect())
     }
 
-    /// What a patch of current rows sets in held columns, when the codes can set all of it
-    /// in place.
+    /// What a patch of current rows, or the access fold's, sets in held columns, when the
+    /// codes can set all of it in place.
     fn held_patch(&self) -> Option<HeldPatch> {
-        let WriteOp::Patch { batch, only_if } = self else {
+        let WriteOp::Patch {
+            batch,
+            only_if: Some(only_if),
+        } = self
+        else {
             return None;
         };
-        if only_if.as_ref() != Some(&current().on_target()) {
-            return None;
+        if *only_if == current().on_target() {
+            HeldPatch::of(batch, |c| self.patches(c))
+        } else if *only_if == unfolded_accesses().on_target() {
+            HeldPatch::access_fold(batch)
+        } else {
+            None
         }
-        HeldPatch::of(batch, |c| self.patches(c))
     }
 
     /// Whether the op sets `column` of existing memories. A patch carries each column its

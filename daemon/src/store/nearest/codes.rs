@@ -415,7 +415,10 @@ impl Codes {
     pub(super) fn patch(&mut self, i: usize, values: &Patched) {
         self.held.patch(i, values);
         if let (Some(answers), Some(count)) = (&mut self.answers, values.access_count) {
-            answers.set_access_count(i, count);
+            match values.last_accessed_at {
+                Some(at) => answers.fold_accesses(i, count, at),
+                None => answers.set_access_count(i, count),
+            }
         }
     }
 

@@ -4,7 +4,9 @@
 //! again every fragment such a patch had touched: at 1M memories, a whole read (~12 s of a
 //! core) every pass of a first consolidation. Now rows closed by id leave the codes as they
 //! are closed (`retired`), the values of [`SET_IN_PLACE`] a patch of current rows sets are set
-//! in them here, and the fragments such a write touched are then taken as read.
+//! in them here, and the fragments such a write touched are then taken as read. The access
+//! fold's patch, of any row whose last access is older, is taken the same way: the codes
+//! hold the last access of each row whose accesses they hold, and check it as Lance does.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -19,7 +21,8 @@ use super::codes::Codes;
 use super::{Meanwhile, Nearest};
 use crate::store::held::{Patched, SET_IN_PLACE};
 
-/// The values a patch by id of current rows sets in held columns, all of [`SET_IN_PLACE`].
+/// The values a patch by id of current rows sets in held columns, all of [`SET_IN_PLACE`];
+/// or the access fold's patch.
 #[derive(Clone)]
 pub struct HeldPatch {
     ids: StringArray,
@@ -27,6 +30,8 @@ pub struct HeldPatch {
     strength: Option<Float32Array>,
     faded_at: Option<Int64Array>,
     access_count: Option<Int64Array>,
+    /// The access fold's: set with the count where a row's last access is older.
+    last_accessed_at: Option<Int64Array>,
 }
 
 /// `column` as an array of `T`: Some(None) when there is none, None when it is of another
@@ -64,6 +69,25 @@ impl HeldPatch {
             strength: typed(set("strength"))?,
             faded_at,
             access_count: typed(set("access_count"))?,
+            last_accessed_at: None,
+        })
+    }
+
+    /// What `batch`, the access fold's patch by id under `filter::unfolded_accesses`, sets:
+    /// the access count and last access of each row whose last access is older. None unless
+    /// it sets those two alone, without nulls.
+    pub fn access_fold(batch: &RecordBatch) -> Option<Self> {
+        if batch.num_columns() != 3 {
+            return None;
+        }
+        let column = |c: &str| batch.column_by_name(c);
+        Some(Self {
+            ids: typed(column("id"))??,
+            access_count: Some(typed(column("access_count"))??),
+            last_accessed_at: Some(typed(column("last_accessed_at"))??),
+            salience: None,
+            strength: None,
+            faded_at: None,
         })
     }
 
@@ -74,6 +98,7 @@ impl HeldPatch {
             strength: self.strength.as_ref().map(|a| a.value(k)),
             faded: self.faded_at.as_ref().map(|a| a.is_valid(k)),
             access_count: self.access_count.as_ref().map(|a| a.value(k)),
+            last_accessed_at: self.last_accessed_at.as_ref().map(|a| a.value(k)),
         }
     }
 }
@@ -205,5 +230,76 @@ mod tests {
         assert!(HeldPatch::of(&loose(accesses), sets_all_but_valid_to).is_none());
         let saliences = Arc::new(Float32Array::from(vec![4.0, 5.0]));
         assert!(HeldPatch::of(&loose(saliences), sets_all_but_valid_to).is_some());
+    }
+
+    /// The access fold's patch leaves no fragment to read: the codes set each count where
+    /// the row's last access is older, as Lance does, and answer as after a whole read.
+    #[tokio::test]
+    async fn the_access_folds_patch_is_taken_as_it_commits() {
+        use super::super::tests::{nearest_wanted, row};
+        use crate::store::filter::current;
+        use crate::store::WriteOp;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::test_store(dir.path()).await;
+        let writer = store.writer();
+        let rows: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut r = row(id, i);
+                // As the store writes them, so the answered columns are held too.
+                r.content_hash = crate::store::schema::content_hash(&r.content);
+                r.set_salience_factors(None);
+                (r.access_count, r.last_accessed_at) = (1, Some(100));
+                r
+            })
+            .collect();
+        writer.submit(WriteOp::Insert(rows)).await.unwrap();
+        // With an index on the id, Lance patches columns in place, as maintenance leaves it.
+        writer.submit(WriteOp::BuildScalarIndexes).await.unwrap();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        let to_read = || async {
+            let dataset = store.snapshot().await.unwrap();
+            store.nearest.to_read(&dataset, true)
+        };
+        let accesses = || async {
+            let wanted = nearest_wanted(&store, 0, 3).await;
+            let answered = store.complete(&wanted).await.unwrap();
+            let mut counts: Vec<_> = answered
+                .values()
+                .map(|r| (r.id.clone(), r.access_count, r.last_accessed_at))
+                .collect();
+            counts.sort();
+            counts
+        };
+
+        // a takes accesses up to 200; b has taken those up to 100 already (a fold again
+        // after a crash), so its count stays.
+        let fold = store
+            .accesses_patch(&[("a", 4, 200), ("b", 9, 100)])
+            .unwrap();
+        assert_eq!(writer.submit(fold).await.unwrap(), 1);
+        assert!(store.nearest.holds_ranking());
+        assert_eq!(to_read().await, Some((0, 0)));
+        let in_place = accesses().await;
+        let wanted = [
+            ("a".to_string(), 4, Some(200)),
+            ("b".to_string(), 1, Some(100)),
+            ("c".to_string(), 1, Some(100)),
+        ];
+        assert_eq!(in_place, wanted);
+        let stored = store
+            .columns_of(&current(), &["id", "access_count", "last_accessed_at"])
+            .await
+            .unwrap();
+        let mut stored: Vec<_> = stored
+            .into_iter()
+            .map(|r| (r.id, r.access_count, r.last_accessed_at))
+            .collect();
+        stored.sort();
+        assert_eq!(stored, wanted, "as Lance has them");
+        store.nearest.invalidate();
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(accesses().await, in_place);
     }
 }

@@ -74,6 +74,14 @@ impl Nearest {
             || !self.holds_ranking()
     }
 
+    /// How many fragments of `dataset` the next pass would read, and how many it finds
+    /// stale ([`Self::changed`]).
+    #[cfg(test)]
+    pub(super) fn to_read(&self, dataset: &Dataset, whole: bool) -> Option<(usize, usize)> {
+        self.changed(dataset, whole)
+            .map(|c| (c.read.len(), c.stale.len()))
+    }
+
     /// The fragments of `dataset` the held codes miss, or None when the codes must be read
     /// whole: none are held, they are not of the kind `whole` wants, too many of their rows
     /// are stale, rows wait for row ids that no changed fragment gives, or most of the table
@@ -557,8 +565,7 @@ mod tests {
         let to_read = || async {
             let dataset = store.snapshot().await.unwrap();
             let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
-            let changed = store.nearest.changed(&dataset, whole);
-            changed.map(|c| (c.read.len(), c.stale.len()))
+            store.nearest.to_read(&dataset, whole)
         };
         let ids = |ids: &[&str]| -> ArrayRef { Arc::new(StringArray::from(ids.to_vec())) };
         let open = |n: usize| -> ArrayRef { Arc::new(Int64Array::from(vec![None::<i64>; n])) };

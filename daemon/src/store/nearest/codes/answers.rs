@@ -173,6 +173,22 @@ impl Answers {
         }
     }
 
+    /// Sets row `row`'s access count and last access `at`, where its values are held and its
+    /// last access is older (the access fold's condition); values they cannot hold let them
+    /// go.
+    pub(super) fn fold_accesses(&mut self, row: usize, count: i64, at: i64) {
+        let Some(a) = self.rows.get_mut(row).filter(|a| a.at != UNHELD) else {
+            return;
+        };
+        if a.last_accessed_at != NEVER && a.last_accessed_at >= at {
+            return;
+        }
+        match u32::try_from(count) {
+            Ok(count) if at != NEVER => (a.access_count, a.last_accessed_at) = (count, at),
+            _ => *a = NOT_HELD,
+        }
+    }
+
     /// Whether row `row`'s values are held.
     pub(super) fn holds(&self, row: usize) -> bool {
         self.rows.get(row).is_some_and(|a| a.at != UNHELD)
@@ -296,5 +312,31 @@ mod tests {
         long.content = "x".repeat(MAX_TEXT_BYTES);
         answers.hold(6, &long);
         assert!(answers.holds(5) && !answers.holds(6));
+    }
+
+    #[test]
+    fn accesses_fold_into_a_row_only_where_its_last_access_is_older() {
+        let mut answers = Answers::default();
+        let mut never = answered("never", "text");
+        never.last_accessed_at = None;
+        answers.hold(0, &answered("seen", "text")); // 3 accesses, the last at T
+        answers.hold(1, &never);
+        let t = 1_700_000_000_000_000;
+        let accesses = |answers: &Answers, row| {
+            let r = filled(answers, row);
+            (r.access_count, r.last_accessed_at)
+        };
+        // Folded already (a run again after a crash): nothing changes.
+        answers.fold_accesses(0, 5, t);
+        assert_eq!(accesses(&answers, 0), (3, Some(t)));
+        answers.fold_accesses(0, 5, t + 1);
+        assert_eq!(accesses(&answers, 0), (5, Some(t + 1)));
+        answers.fold_accesses(1, 2, t);
+        assert_eq!(accesses(&answers, 1), (2, Some(t)));
+        // A count the row cannot hold lets its values go; a row not held stays so.
+        answers.fold_accesses(1, -1, t + 1);
+        assert!(!answers.holds(1));
+        answers.fold_accesses(2, 1, t);
+        assert!(!answers.holds(2));
     }
 }
