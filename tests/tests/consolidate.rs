@@ -225,6 +225,40 @@ async fn a_run_shows_what_each_phase_did() {
     }
 }
 
+/// Dedup's pass holds no merges from one block to the next: a memory merged in one block is
+/// closed, so a later block neither reads nor finds it again. A copy added one block past
+/// the others merges with them in the first block, as the nearest of the first copy, and the
+/// oldest counts every copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_across_dedup_blocks_merge_once_into_the_oldest() {
+    let daemon =
+        Daemon::start_configured(Embedder::Hashed, "[consolidate]\nenabled = false\n", &[]);
+    let mut c = daemon.client().await;
+    let first = add(&mut c, "Ann's birthday is on May 3rd", |_| {}).await;
+    let second = add(&mut c, "Ann's birthday is on May 3rd!", |_| {}).await;
+    // Past one block of 64 new memories, none near another.
+    for i in 0..64 {
+        add(
+            &mut c,
+            &format!("item{i} alpha{i} beta{i} gamma{i}"),
+            |_| {},
+        )
+        .await;
+    }
+    let third = add(&mut c, "Ann's birthday is on May 3rd!!", |_| {}).await;
+
+    let run = daemon.consolidate_now();
+    // The 64 of the first block, and of the three new memories of the second the two
+    // still current.
+    assert_eq!(run.count(Phase::Dedup, "compared"), 66, "{run:#?}");
+    assert_eq!(run.count(Phase::Dedup, "merged"), 2, "{run:#?}");
+    for copy in [&second, &third] {
+        let merged = get(&mut c, &copy.id).await;
+        assert_eq!(merged.superseded_by.as_deref(), Some(first.id.as_str()));
+    }
+    assert_eq!(get(&mut c, &first.id).await.access_count, 2);
+}
+
 /// Seeds `n` memories and one search that returns them all: `n` access events to fold, one
 /// unit of work each at `batch_rows = 1`.
 async fn seed_accesses(c: &mut Client, n: usize) -> Vec<String> {

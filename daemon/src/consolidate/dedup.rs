@@ -206,9 +206,6 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         window_us: (config.dedup_event_window_hours * 3_600_000_000.0) as i64,
     };
     let limit = config.similar_per_memory + EXTRA_NEIGHBOURS;
-    let mut groups = Groups::default();
-    // Creation times of the memories merged so far, to tell the older of two sets.
-    let mut ages: HashMap<String, i64> = HashMap::new();
     let times: Vec<i64> = fresh.iter().map(|f| f.0).collect();
     for range in time_blocks(&times, BLOCK) {
         pace.checkpoint().await?;
@@ -230,6 +227,12 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             .map(|r| (r.id.clone(), r))
             .collect();
         let lookup = |id: &str| block.iter().find(|r| r.id == id).or_else(|| known.get(id));
+        // The sets of one block: a memory merged in an earlier block is closed, so no later
+        // block reads or finds it again. Held for the whole pass, they grew with every merge
+        // (a first pass at 1M memories of the bench's texts merges most of them).
+        let mut groups = Groups::default();
+        // Creation times of the memories merged in this block, to tell the older of two sets.
+        let mut ages: HashMap<String, i64> = HashMap::new();
         // merged id -> survivor id; survivor id -> (accesses to add, highest salience merged).
         let mut merged: Vec<(String, String)> = Vec::new();
         let mut gains: HashMap<String, (i64, f32)> = HashMap::new();
