@@ -75,7 +75,8 @@ pub const HELD_ANSWERS: &[&str] = &[
 /// (`nearest/patched.rs`), rather than making every value held stale.
 pub const SET_IN_PLACE: &[&str] = &["salience", "strength", "faded_at", "access_count"];
 
-/// One row's values of [`SET_IN_PLACE`] a patch sets; None where it leaves them.
+/// One row's values of [`SET_IN_PLACE`] a patch sets, or those the access fold sets; None
+/// where it leaves them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Patched {
     pub salience: Option<f32>,
