@@ -9,6 +9,7 @@ use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 
 use super::pace::{Pace, Stop};
 use super::{bump, events_cutoff};
+use crate::store::filter::takes_accesses;
 use crate::store::runs::AccessTally;
 use crate::store::{col, WriteOp};
 
@@ -22,7 +23,7 @@ pub fn folded(
         .iter()
         .filter_map(|t| {
             let (count, last) = stored.get(&t.memory_id)?;
-            (last.unwrap_or(i64::MIN) < t.last_at)
+            takes_accesses(*last, t.last_at)
                 .then(|| (t.memory_id.clone(), count + t.count, t.last_at, t.count))
         })
         .collect()

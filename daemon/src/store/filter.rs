@@ -19,6 +19,12 @@ pub fn unfolded_accesses() -> Pred {
         .or(col("last_accessed_at").lt(Expr::Source("last_accessed_at")))
 }
 
+/// [`unfolded_accesses`] for one row: whether a row last accessed at `last` takes accesses
+/// folded up to `at`.
+pub fn takes_accesses(last: Option<i64>, at: i64) -> bool {
+    last.is_none_or(|last| last < at)
+}
+
 /// When a memory happened: its event time, or when it was added.
 /// Rows not yet sealed (null in rows older than schema 3).
 pub fn plain_rows() -> Pred {

@@ -180,7 +180,8 @@ impl Answers {
         let Some(a) = self.rows.get_mut(row).filter(|a| a.at != UNHELD) else {
             return;
         };
-        if a.last_accessed_at != NEVER && a.last_accessed_at >= at {
+        let last = (a.last_accessed_at != NEVER).then_some(a.last_accessed_at);
+        if !crate::store::filter::takes_accesses(last, at) {
             return;
         }
         match u32::try_from(count) {
