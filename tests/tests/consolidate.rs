@@ -13,7 +13,7 @@ use mnemo_protocol::memory::{
     Search, SearchParams,
 };
 use mnemo_protocol::NoParams;
-use mnemo_tests::{Daemon, Embedder};
+use mnemo_tests::{wait_for, Daemon, Embedder};
 
 async fn add(c: &mut Client, content: &str, f: impl FnOnce(&mut AddParams)) -> Memory {
     let mut p = AddParams {
@@ -231,8 +231,21 @@ async fn a_run_shows_what_each_phase_did() {
 /// oldest counts every copy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_across_dedup_blocks_merge_once_into_the_oldest() {
-    let daemon =
-        Daemon::start_configured(Embedder::Hashed, "[consolidate]\nenabled = false\n", &[]);
+    copies_merge_once_into_the_oldest("[consolidate]\nenabled = false\n", None).await;
+}
+
+/// The same with the vectors' signs held (past `store.vectors_in_memory_max_rows`, here
+/// 10), where one scan of them finds the neighbours of a block's memories at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_found_by_the_scan_of_signs_merge_once_into_the_oldest() {
+    let config = "[consolidate]\nenabled = false\n[store]\nvectors_in_memory_max_rows = 10\n";
+    copies_merge_once_into_the_oldest(config, Some("two bits a component of their vectors")).await;
+}
+
+/// Three copies of a memory, 64 others between the second and the third; dedup after a
+/// restart whose log says `held` of the codes read, when asked.
+async fn copies_merge_once_into_the_oldest(config: &str, held: Option<&str>) {
+    let mut daemon = Daemon::start_configured(Embedder::Hashed, config, &[]);
     let mut c = daemon.client().await;
     let first = add(&mut c, "Ann's birthday is on May 3rd", |_| {}).await;
     let second = add(&mut c, "Ann's birthday is on May 3rd!", |_| {}).await;
@@ -246,6 +259,14 @@ async fn copies_across_dedup_blocks_merge_once_into_the_oldest() {
         .await;
     }
     let third = add(&mut c, "Ann's birthday is on May 3rd!!", |_| {}).await;
+    if let Some(held) = held {
+        drop(c);
+        daemon.stop();
+        daemon.restart();
+        let log = || std::future::ready(daemon.log_text().contains(held).then_some(()));
+        wait_for(Duration::from_secs(60), held, log).await;
+        c = daemon.client().await;
+    }
 
     let run = daemon.consolidate_now();
     // The 64 of the first block, and of the three new memories of the second the two

@@ -30,6 +30,7 @@ use super::pace::{Pace, Stop};
 use super::{bump, done_through, save_cursor, time_blocks, BY_CONSOLIDATION};
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
+use crate::store::held_id::HeldId;
 use crate::store::{col, MemoryRecord, Pred, Store, StoreError, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
@@ -163,22 +164,49 @@ pub fn neighbours_of(
     found
 }
 
-/// The `limit` current memories of `row`'s namespace nearest its vector, with their cosine.
-async fn nearest(
+/// For each of `rows`, the `limit` current memories of its namespace nearest its vector,
+/// with their cosine; those under `within` may be left out. From the codes held, a few rows
+/// at a time; else as a search finds them, a row at a time.
+async fn nearest_each(
     store: &Store,
-    row: &MemoryRecord,
+    rows: &[MemoryRecord],
     limit: usize,
-) -> Result<Vec<(String, f32)>, StoreError> {
-    let mut vector = row.vector.clone();
-    crate::linalg::l2_normalize(&mut vector);
-    let namespace = row.namespace.as_str();
-    let predicate = current().and(col("namespace").eq(namespace));
-    let found = store
-        .nearest_current(&vector, Some(namespace), &predicate, limit)
-        .await?;
+    within: f32,
+) -> Result<Vec<Vec<(String, f32)>>, StoreError> {
+    let vectors: Vec<Vec<f32>> = rows
+        .iter()
+        .map(|row| {
+            let mut vector = row.vector.clone();
+            crate::linalg::l2_normalize(&mut vector);
+            vector
+        })
+        .collect();
+    let asked: Vec<(&[f32], &str)> = vectors
+        .iter()
+        .zip(rows)
+        .map(|(v, row)| (v.as_slice(), row.namespace.as_str()))
+        .collect();
+    let found = match store.nearest_held_each(&asked, limit, within).await? {
+        Some(found) => found,
+        None => {
+            let mut found = Vec::with_capacity(asked.len());
+            for &(vector, namespace) in &asked {
+                let predicate = current().and(col("namespace").eq(namespace));
+                let near = store
+                    .nearest_current(vector, Some(namespace), &predicate, limit)
+                    .await?;
+                found.push(near);
+            }
+            found
+        }
+    };
     Ok(found
         .into_iter()
-        .map(|s| (s.record.id, 1.0 - s.raw))
+        .map(|near| {
+            near.into_iter()
+                .map(|s| (s.record.id, 1.0 - s.raw))
+                .collect()
+        })
         .collect())
 }
 
@@ -188,16 +216,17 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let store = &ctx.store;
     let watermark = done_through(store, WATERMARK).await?;
     let is_new = originals().and(col("created_at").gt(watermark));
-    // Only ids and times are held for the whole pass; each block reads its rows.
-    let mut fresh: Vec<(i64, String)> = Vec::new();
+    // Only ids and times are held for the whole pass; each block reads its rows. An id is
+    // held in its 16 bytes: as text, a first pass at 1M memories held 80 MB of them.
+    let mut fresh: Vec<(i64, HeldId)> = Vec::new();
     let listed = store.each_with_columns(&is_new, &["id", "created_at"], |r| {
-        fresh.push((r.created_at, r.id))
+        fresh.push((r.created_at, HeldId::new(&r.id)))
     });
     pace.guard(listed).await??;
     if fresh.is_empty() {
         return Ok(());
     }
-    fresh.sort();
+    fresh.sort_by_key(|f| f.0);
     let total = fresh.len() as u64;
     let thresholds = Thresholds {
         duplicate: config.dedup_threshold,
@@ -209,16 +238,16 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     let times: Vec<i64> = fresh.iter().map(|f| f.0).collect();
     for range in time_blocks(&times, BLOCK) {
         pace.checkpoint().await?;
-        let ids: Vec<&str> = fresh[range.clone()].iter().map(|f| f.1.as_str()).collect();
+        let ids: Vec<String> = fresh[range.clone()].iter().map(|f| f.1.text()).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let mut columns = FACTS.to_vec();
         columns.push("vector");
         let block = pace
             .guard(store.columns_of(&originals().and(col("id").one_of(&ids)), &columns))
             .await??;
-        let mut near_ids: Vec<Vec<(String, f32)>> = Vec::with_capacity(block.len());
-        for row in &block {
-            near_ids.push(pace.guard(nearest(store, row, limit)).await??);
-        }
+        let near_ids = pace
+            .guard(nearest_each(store, &block, limit, thresholds.similar))
+            .await??;
         let named: Vec<&str> = near_ids.iter().flatten().map(|n| n.0.as_str()).collect();
         let known: HashMap<String, MemoryRecord> = pace
             .guard(store.columns_of(&originals().and(col("id").one_of(&named)), &FACTS))

@@ -16,6 +16,7 @@ use super::super::memories::{Near, Scored};
 use super::super::MemoryRecord;
 
 mod answers;
+mod hamming;
 mod lookup;
 mod planes;
 mod prefetch;
@@ -515,6 +516,50 @@ impl Codes {
             };
             scan(self, ask)
         };
+        self.ranked(scored, vector, limit)
+    }
+
+    /// The `limit` rows nearest each vector of `asked` by approximate cosine, nearest
+    /// first, among those of the namespace beside it (all when None), as [`Codes::nearest`]
+    /// finds them; a row further than `within` from a vector may be left out. With signed
+    /// planes one scan of the signs finds every vector's candidates (`hamming.rs`), where a
+    /// search's takes one each (dedup asks for a block of new memories at once).
+    pub(super) fn nearest_each(
+        &self,
+        asked: &[(&[f32], Option<&str>)],
+        limit: usize,
+        within: f32,
+    ) -> Vec<Vec<(f32, u32)>> {
+        if !self.planes.is_signed() || !self.vectors || limit == 0 {
+            let each = |&(vector, namespace): &(&[f32], Option<&str>)| {
+                self.nearest(vector, namespace, limit)
+            };
+            return asked.iter().map(each).collect();
+        }
+        let mut found = vec![Vec::new(); asked.len()];
+        // The vectors a scan can answer: of the codes' dimension, in a namespace held.
+        let open: Vec<(usize, &[f32], Option<u32>)> = asked
+            .iter()
+            .enumerate()
+            .filter(|(_, (vector, _))| vector.len() == self.dim)
+            .filter_map(|(k, &(vector, namespace))| Some((k, vector, self.space_asked(namespace)?)))
+            .collect();
+        let queries: Vec<(&[f32], Option<u32>)> = open.iter().map(|o| (o.1, o.2)).collect();
+        let batch = hamming::Batch::new(self.dim, &queries, within);
+        let keep = limit * signs::SIGN_SCANNED_PER_RESULT;
+        let rows = self.planes.sign_scales().len();
+        let kept = hamming::candidates_each(self, &batch, keep, scan::parts_for(rows));
+        for ((k, vector, _), kept) in open.into_iter().zip(kept) {
+            let query = signs::SignQuery::new(vector);
+            let read = signs::best_by_levels(self, &query, kept, limit * signs::SIGNED_PER_RESULT);
+            found[k] = self.ranked(read, vector, limit);
+        }
+        found
+    }
+
+    /// The `limit` of `scored` (rows a scan found for `vector`) nearest it, ranked by their
+    /// codes' cosine, nearest first.
+    fn ranked(&self, scored: Vec<(f32, u32)>, vector: &[f32], limit: usize) -> Vec<(f32, u32)> {
         let length = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
         // The rows lie anywhere in the planes: each is asked for a few rows ahead of its
         // turn, so their reads overlap rather than wait one after another.
@@ -605,6 +650,22 @@ impl Codes {
             + self.words.as_ref().map_or(0, Words::bytes)
             + self.answers.as_ref().map_or(0, Answers::bytes)
     }
+}
+
+/// A vector of `dim` components with eight ±1 (as the hashed embedder makes them, a word a
+/// component), the first `shared` of them where every vector of `seed` has them.
+#[cfg(test)]
+fn sparse_vector(dim: usize, seed: usize, shared: usize) -> Vec<f32> {
+    let mut v = vec![0.0; dim];
+    for k in 0..8 {
+        let j = if k < shared {
+            seed * 7919 + k * 131
+        } else {
+            seed * 31 + k * 977 + 5
+        };
+        v[j % dim] += if (seed * 3 + k) % 5 < 2 { -1.0 } else { 1.0 };
+    }
+    v
 }
 
 #[cfg(test)]
@@ -760,18 +821,7 @@ mod tests {
         }
         // Sparse rows (as the hashed embedder makes), and queries sharing most of a row's
         // components.
-        let sparse = |seed: usize, shared: usize| -> Vec<f32> {
-            let mut v = vec![0.0; dim];
-            for k in 0..8 {
-                let j = if k < shared {
-                    seed * 7919 + k * 131
-                } else {
-                    seed * 31 + k * 977 + 5
-                };
-                v[j % dim] += if (seed * 3 + k) % 5 < 2 { -1.0 } else { 1.0 };
-            }
-            v
-        };
+        let sparse = |seed, shared| sparse_vector(dim, seed, shared);
         let rows: Vec<Vec<f32>> = (0..3000).map(|i| sparse(i, 8)).collect();
         let signed = signed_codes(&rows, dir.path());
         for k in 0..20 {

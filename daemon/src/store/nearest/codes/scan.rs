@@ -64,6 +64,19 @@ pub(super) fn shared(
     limit: usize,
     part: impl Fn(Range<usize>) -> Vec<(f32, u32)> + Sync,
 ) -> Vec<(f32, u32)> {
+    let mut found = shared_each(rows, parts, 1, limit, |range| vec![part(range)]);
+    found.pop().unwrap_or_default()
+}
+
+/// [`shared`] for `queries` at once: `part` finds each one's best in a range of rows, and
+/// the `limit` best of each query's are kept.
+pub(super) fn shared_each(
+    rows: usize,
+    parts: usize,
+    queries: usize,
+    limit: usize,
+    part: impl Fn(Range<usize>) -> Vec<Vec<(f32, u32)>> + Sync,
+) -> Vec<Vec<(f32, u32)>> {
     if parts <= 1 {
         return part(0..rows);
     }
@@ -74,15 +87,19 @@ pub(super) fn shared(
         let others: Vec<_> = (1..parts)
             .map(|p| scope.spawn(move || part(range(p))))
             .collect();
-        let mut best = Best::new(limit);
-        let found = part(range(0)).into_iter();
-        let theirs = others
-            .into_iter()
-            .flat_map(|t| t.join().expect("a share of a scan panicked"));
-        found
-            .chain(theirs)
-            .for_each(|(score, i)| best.offer(score, i));
-        best.into_rows()
+        let mut best: Vec<Best> = (0..queries).map(|_| Best::new(limit)).collect();
+        let mut offer = |found: Vec<Vec<(f32, u32)>>| {
+            for (best, found) in best.iter_mut().zip(found) {
+                found
+                    .into_iter()
+                    .for_each(|(score, i)| best.offer(score, i));
+            }
+        };
+        offer(part(range(0)));
+        for other in others {
+            offer(other.join().expect("a share of a scan panicked"));
+        }
+        best.into_iter().map(Best::into_rows).collect()
     })
 }
 
@@ -258,7 +275,7 @@ fn tops(bytes: &[u8], first: &[i8], second: &[i8]) -> i32 {
 /// The `limit` best-scored rows a scan has seen, in no order. It keeps at most twice that,
 /// dropping the worse half when full, so a search never holds a score for every row: at
 /// 100k rows that was an 800 KB buffer a query, which glibc maps and unmaps each time.
-struct Best {
+pub(super) struct Best {
     rows: Vec<(f32, u32)>,
     limit: usize,
     /// The `limit`-th best score kept at the last drop: no row at or under it can be among
@@ -267,7 +284,7 @@ struct Best {
 }
 
 impl Best {
-    fn new(limit: usize) -> Self {
+    pub(super) fn new(limit: usize) -> Self {
         Self {
             rows: Vec::with_capacity(2 * limit),
             limit,
@@ -281,7 +298,7 @@ impl Best {
     }
 
     #[inline(always)]
-    fn offer(&mut self, score: f32, row: u32) {
+    pub(super) fn offer(&mut self, score: f32, row: u32) {
         if score > self.floor {
             self.rows.push((score, row));
             if self.rows.len() >= 2 * self.limit {
@@ -299,7 +316,12 @@ impl Best {
         }
     }
 
-    fn into_rows(mut self) -> Vec<(f32, u32)> {
+    /// The score a row must pass to be kept: past the worst kept at the last drop.
+    pub(super) fn floor(&self) -> f32 {
+        self.floor
+    }
+
+    pub(super) fn into_rows(mut self) -> Vec<(f32, u32)> {
         self.drop_the_worse();
         self.rows
     }

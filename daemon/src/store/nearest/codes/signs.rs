@@ -396,8 +396,7 @@ fn row(plane: &[u64], i: usize, words: usize) -> &[u64] {
 }
 
 /// The best rows by their signs (`best_by_signs` of a range of rows), then the best of
-/// those by their levels, each weighed by `counts` of a row's bits (the sum over its set
-/// bits of the query's `u`s, and how many are set), and turned into an estimated cosine.
+/// those by their levels ([`by_levels`]).
 #[inline(always)]
 fn two_stages(
     codes: &Codes,
@@ -406,15 +405,59 @@ fn two_stages(
     best_by_signs: impl Fn(Range<usize>) -> Vec<(f32, u32)> + Sync,
     counts: impl Fn(&[u64]) -> (i64, i64),
 ) -> Vec<(f32, u32)> {
-    let words = sign_words(codes.dim);
-    let (signs, magnitudes) = (codes.planes.signs(), codes.planes.magnitudes());
     // The sign bits stream from memory (64 MB at 1M MiniLM rows), so the scan is shared
     // between the cores.
     let rows = codes.planes.sign_scales().len();
-    let mut found = super::scan::shared(rows, keep.parts, keep.scanned, best_by_signs);
-    if found.len() <= keep.read {
+    let found = super::scan::shared(rows, keep.parts, keep.scanned, best_by_signs);
+    by_levels(codes, query, found, keep.read, counts)
+}
+
+/// The `read` best of `found` (rows a scan of signs kept) by their levels, by the loop for
+/// the widest popcounts the CPU has.
+pub(super) fn best_by_levels(
+    codes: &Codes,
+    query: &SignQuery,
+    found: Vec<(f32, u32)>,
+    read: usize,
+) -> Vec<(f32, u32)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
+            // SAFETY: the CPU has AVX-512 VPOPCNTDQ (checked just above).
+            return unsafe { best_by_levels_avx512(codes, query, found, read) };
+        }
+    }
+    by_levels(codes, query, found, read, |row| query.counts(row))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+unsafe fn best_by_levels_avx512(
+    codes: &Codes,
+    query: &SignQuery,
+    found: Vec<(f32, u32)>,
+    read: usize,
+) -> Vec<(f32, u32)> {
+    let planes = QueryPlanes::of(query, sign_words(codes.dim));
+    by_levels(codes, query, found, read, |row| planes.counts(row))
+}
+
+/// The `read` best of `found` by their levels, each weighed by `counts` of a row's bits
+/// (the sum over its set bits of the query's `u`s, and how many are set), and turned into
+/// an estimated cosine; `found` whole when it holds no more.
+#[inline(always)]
+fn by_levels(
+    codes: &Codes,
+    query: &SignQuery,
+    mut found: Vec<(f32, u32)>,
+    read: usize,
+    counts: impl Fn(&[u64]) -> (i64, i64),
+) -> Vec<(f32, u32)> {
+    if found.len() <= read {
         return found;
     }
+    let words = sign_words(codes.dim);
+    let (signs, magnitudes) = (codes.planes.signs(), codes.planes.magnitudes());
     let scales = codes.planes.fine_scales();
     let mut both = vec![0u64; words];
     for k in 0..found.len() {
@@ -433,8 +476,8 @@ fn two_stages(
         let product = query.leveled_product(counts(signs), counts(&both), counts(magnitudes));
         *score = product * scales[i];
     }
-    found.select_nth_unstable_by(keep.read - 1, |a, b| b.0.total_cmp(&a.0));
-    found.truncate(keep.read);
+    found.select_nth_unstable_by(read - 1, |a, b| b.0.total_cmp(&a.0));
+    found.truncate(read);
     found
 }
 
