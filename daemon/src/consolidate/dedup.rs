@@ -15,7 +15,8 @@
 //! it with every memory instead held all their vectors (9.7 GB of memory at 1M) and took a
 //! product with each.
 //!
-//! The pass is resumable: `meta` keeps the creation time up to which new rows are done.
+//! The pass is resumable: `meta` keeps the creation time up to which new rows are done,
+//! saved every few seconds.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,6 +38,12 @@ const WATERMARK: &str = "consolidate.dedup_through";
 
 /// New rows compared per unit (between yield checks and commits).
 const BLOCK: usize = 64;
+
+/// How often the pass saves how far it got. A save is two merges into small tables (the
+/// watermark, the run's record): saved after every block, a first pass over 1M distinct
+/// memories went ~8 % slower. A crash redoes at most this much, and doing a block again
+/// changes nothing: a memory it merged is closed, and its edges are upserted alike.
+const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Neighbours looked at beyond the `similar_per_memory` nearest: the duplicates of a row are
 /// its nearest, and a few more leave room for copies of one text and for rows the pass skips.
@@ -234,111 +241,149 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
         per_row: config.similar_per_memory,
         window_us: (config.dedup_event_window_hours * 3_600_000_000.0) as i64,
     };
-    let limit = config.similar_per_memory + EXTRA_NEIGHBOURS;
     let times: Vec<i64> = fresh.iter().map(|f| f.0).collect();
+    // Blocks done since the last save: saved when the pass stops too, so a run that is
+    // stopped often still gets on.
+    let mut unsaved: Option<i64> = None;
+    let mut saved = std::time::Instant::now();
     for range in time_blocks(&times, BLOCK) {
-        pace.checkpoint().await?;
         let ids: Vec<String> = fresh[range.clone()].iter().map(|f| f.1.text()).collect();
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let mut columns = FACTS.to_vec();
-        columns.push("vector");
-        let block = pace
-            .guard(store.columns_of(&originals().and(col("id").one_of(&ids)), &columns))
-            .await??;
-        let near_ids = pace
-            .guard(nearest_each(store, &block, limit, thresholds.similar))
-            .await??;
-        let named: Vec<&str> = near_ids.iter().flatten().map(|n| n.0.as_str()).collect();
-        let known: HashMap<String, MemoryRecord> = pace
-            .guard(store.columns_of(&originals().and(col("id").one_of(&named)), &FACTS))
-            .await??
-            .into_iter()
-            .map(|r| (r.id.clone(), r))
-            .collect();
-        let lookup = |id: &str| block.iter().find(|r| r.id == id).or_else(|| known.get(id));
-        // The sets of one block: a memory merged in an earlier block is closed, so no later
-        // block reads or finds it again. Held for the whole pass, they grew with every merge
-        // (a first pass at 1M memories of the bench's texts merges most of them).
-        let mut groups = Groups::default();
-        // Creation times of the memories merged in this block, to tell the older of two sets.
-        let mut ages: HashMap<String, i64> = HashMap::new();
-        // merged id -> survivor id; survivor id -> (accesses to add, highest salience merged).
-        let mut merged: Vec<(String, String)> = Vec::new();
-        let mut gains: HashMap<String, (i64, f32)> = HashMap::new();
-        // Near pairs (older first), once each however many sides found them.
-        let mut near_pairs: HashMap<(&str, &str), (&MemoryRecord, &MemoryRecord, f32)> =
-            HashMap::new();
-        for (row, near) in block.iter().zip(&near_ids) {
-            let near: Vec<(&MemoryRecord, f32)> = near
-                .iter()
-                .filter_map(|(id, score)| Some((known.get(id)?, *score)))
-                .collect();
-            let found = neighbours_of(row, &near, thresholds);
-            for other in found.duplicates.iter().filter_map(|id| known.get(id)) {
-                ages.insert(row.id.clone(), row.created_at);
-                ages.insert(other.id.clone(), other.created_at);
-                let age = |id: &str| ages.get(id).copied().unwrap_or(i64::MAX);
-                let Some((keep, gone)) = groups.join(&row.id, &other.id, age) else {
-                    continue;
-                };
-                // What the merged one had gained in this block passes on with it.
-                let carried = gains.remove(&gone).unwrap_or((0, f32::MIN));
-                let gain = gains.entry(keep.clone()).or_insert((0, f32::MIN));
-                if let Some(lost) = lookup(&gone) {
-                    gain.0 += lost.access_count + 1;
-                    gain.1 = gain.1.max(lost.salience);
+        let compared = async {
+            pace.checkpoint().await?;
+            compare(pace, record, &ids, thresholds).await
+        }
+        .await;
+        if let Err(stop) = compared {
+            if let Some(through) = unsaved {
+                if let Err(e) = save_through(pace, record, through).await {
+                    tracing::debug!("dedup stopped without saving how far it got: {e:?}");
                 }
-                gain.0 += carried.0;
-                gain.1 = gain.1.max(carried.1);
-                merged.push((gone, keep));
             }
-            for (other, score) in &found.similar {
-                let Some(other) = known.get(other) else {
-                    continue;
-                };
-                let (a, b) = if (row.created_at, &row.id) < (other.created_at, &other.id) {
-                    (row, other)
-                } else {
-                    (other, row)
-                };
-                near_pairs.insert((a.id.as_str(), b.id.as_str()), (a, b, *score));
+            return Err(stop);
+        }
+        unsaved = Some(times[range.end - 1]);
+        if range.end == fresh.len() || saved.elapsed() >= SAVE_EVERY {
+            if let Some(through) = unsaved.take() {
+                save_through(pace, record, through).await?;
             }
+            saved = std::time::Instant::now();
         }
-        let now = now_micros();
-        let similar: Vec<EdgeRecord> = near_pairs
-            .into_values()
-            .filter(|(a, b, _)| !groups.merged(&a.id) && !groups.merged(&b.id))
-            .map(|(a, b, score)| {
-                EdgeRecord::new(
-                    &a.namespace,
-                    Node::memory(&a.lineage),
-                    Node::memory(&b.lineage),
-                    EdgeType::Similar,
-                    score.min(1.0),
-                    BY_CONSOLIDATION,
-                    now,
-                )
-            })
-            .collect();
-        if !merged.is_empty() {
-            apply(store, &merged, &gains).await?;
-            bump(record, "merged", merged.len() as u64);
-        }
-        if !similar.is_empty() {
-            store
-                .writer()
-                .submit(store.edges().upsert(&similar)?)
-                .await?;
-            bump(record, "similar", similar.len() as u64);
-        }
-        let through = times[range.end - 1];
-        store.meta_set(WATERMARK, &through.to_string()).await?;
-        bump(record, "compared", block.len() as u64);
-        record.cursor = Some(through.to_string());
-        save_cursor(pace, record).await?;
         pace.progress(Phase::Dedup, range.end as u64, total);
     }
     Ok(())
+}
+
+/// Compares the new memories `ids` (a block) with their neighbours: merges the duplicates
+/// and links the near ones.
+async fn compare(
+    pace: &mut Pace,
+    record: &mut PhaseRecord,
+    ids: &[String],
+    thresholds: Thresholds,
+) -> Result<(), Stop> {
+    let store = &pace.ctx().store.clone();
+    let limit = thresholds.per_row + EXTRA_NEIGHBOURS;
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut columns = FACTS.to_vec();
+    columns.push("vector");
+    let block = pace
+        .guard(store.columns_of(&originals().and(col("id").one_of(&ids)), &columns))
+        .await??;
+    let near_ids = pace
+        .guard(nearest_each(store, &block, limit, thresholds.similar))
+        .await??;
+    let named: Vec<&str> = near_ids.iter().flatten().map(|n| n.0.as_str()).collect();
+    let known: HashMap<String, MemoryRecord> = pace
+        .guard(store.columns_of(&originals().and(col("id").one_of(&named)), &FACTS))
+        .await??
+        .into_iter()
+        .map(|r| (r.id.clone(), r))
+        .collect();
+    let lookup = |id: &str| block.iter().find(|r| r.id == id).or_else(|| known.get(id));
+    // The sets of one block: a memory merged in an earlier block is closed, so no later
+    // block reads or finds it again. Held for the whole pass, they grew with every merge
+    // (a first pass at 1M memories of the bench's texts merges most of them).
+    let mut groups = Groups::default();
+    // Creation times of the memories merged in this block, to tell the older of two sets.
+    let mut ages: HashMap<String, i64> = HashMap::new();
+    // merged id -> survivor id; survivor id -> (accesses to add, highest salience merged).
+    let mut merged: Vec<(String, String)> = Vec::new();
+    let mut gains: HashMap<String, (i64, f32)> = HashMap::new();
+    // Near pairs (older first), once each however many sides found them.
+    let mut near_pairs: HashMap<(&str, &str), (&MemoryRecord, &MemoryRecord, f32)> = HashMap::new();
+    for (row, near) in block.iter().zip(&near_ids) {
+        let near: Vec<(&MemoryRecord, f32)> = near
+            .iter()
+            .filter_map(|(id, score)| Some((known.get(id)?, *score)))
+            .collect();
+        let found = neighbours_of(row, &near, thresholds);
+        for other in found.duplicates.iter().filter_map(|id| known.get(id)) {
+            ages.insert(row.id.clone(), row.created_at);
+            ages.insert(other.id.clone(), other.created_at);
+            let age = |id: &str| ages.get(id).copied().unwrap_or(i64::MAX);
+            let Some((keep, gone)) = groups.join(&row.id, &other.id, age) else {
+                continue;
+            };
+            // What the merged one had gained in this block passes on with it.
+            let carried = gains.remove(&gone).unwrap_or((0, f32::MIN));
+            let gain = gains.entry(keep.clone()).or_insert((0, f32::MIN));
+            if let Some(lost) = lookup(&gone) {
+                gain.0 += lost.access_count + 1;
+                gain.1 = gain.1.max(lost.salience);
+            }
+            gain.0 += carried.0;
+            gain.1 = gain.1.max(carried.1);
+            merged.push((gone, keep));
+        }
+        for (other, score) in &found.similar {
+            let Some(other) = known.get(other) else {
+                continue;
+            };
+            let (a, b) = if (row.created_at, &row.id) < (other.created_at, &other.id) {
+                (row, other)
+            } else {
+                (other, row)
+            };
+            near_pairs.insert((a.id.as_str(), b.id.as_str()), (a, b, *score));
+        }
+    }
+    let now = now_micros();
+    let similar: Vec<EdgeRecord> = near_pairs
+        .into_values()
+        .filter(|(a, b, _)| !groups.merged(&a.id) && !groups.merged(&b.id))
+        .map(|(a, b, score)| {
+            EdgeRecord::new(
+                &a.namespace,
+                Node::memory(&a.lineage),
+                Node::memory(&b.lineage),
+                EdgeType::Similar,
+                score.min(1.0),
+                BY_CONSOLIDATION,
+                now,
+            )
+        })
+        .collect();
+    if !merged.is_empty() {
+        apply(store, &merged, &gains).await?;
+        bump(record, "merged", merged.len() as u64);
+    }
+    if !similar.is_empty() {
+        store
+            .writer()
+            .submit(store.edges().upsert(&similar)?)
+            .await?;
+        bump(record, "similar", similar.len() as u64);
+    }
+    bump(record, "compared", block.len() as u64);
+    Ok(())
+}
+
+/// Saves that the pass is done through creation time `through`.
+async fn save_through(pace: &Pace, record: &mut PhaseRecord, through: i64) -> Result<(), Stop> {
+    let through = through.to_string();
+    pace.ctx().store.meta_set(WATERMARK, &through).await?;
+    record.cursor = Some(through);
+    save_cursor(pace, record).await
 }
 
 /// Closes the merged rows (pointing at their survivor), then lifts the survivors by what
