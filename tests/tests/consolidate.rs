@@ -242,15 +242,15 @@ async fn copies_found_by_the_scan_of_signs_merge_once_into_the_oldest() {
     copies_merge_once_into_the_oldest(config, Some("two bits a component of their vectors")).await;
 }
 
-/// Three copies of a memory, 64 others between the second and the third; dedup after a
-/// restart whose log says `held` of the codes read, when asked.
+/// Three copies of a memory, a block's worth of others (256) between the second and the
+/// third; dedup after a restart whose log says `held` of the codes read, when asked.
 async fn copies_merge_once_into_the_oldest(config: &str, held: Option<&str>) {
     let mut daemon = Daemon::start_configured(Embedder::Hashed, config, &[]);
     let mut c = daemon.client().await;
     let first = add(&mut c, "Ann's birthday is on May 3rd", |_| {}).await;
     let second = add(&mut c, "Ann's birthday is on May 3rd!", |_| {}).await;
-    // Past one block of 64 new memories, none near another.
-    for i in 0..64 {
+    // Past one block of 256 new memories (dedup's unit), none near another.
+    for i in 0..256 {
         add(
             &mut c,
             &format!("item{i} alpha{i} beta{i} gamma{i}"),
@@ -269,9 +269,9 @@ async fn copies_merge_once_into_the_oldest(config: &str, held: Option<&str>) {
     }
 
     let run = daemon.consolidate_now();
-    // The 64 of the first block, and of the three new memories of the second the two
+    // The 256 of the first block, and of the three new memories of the second the two
     // still current.
-    assert_eq!(run.count(Phase::Dedup, "compared"), 66, "{run:#?}");
+    assert_eq!(run.count(Phase::Dedup, "compared"), 258, "{run:#?}");
     assert_eq!(run.count(Phase::Dedup, "merged"), 2, "{run:#?}");
     for copy in [&second, &third] {
         let merged = get(&mut c, &copy.id).await;

@@ -36,8 +36,10 @@ use crate::store::{col, MemoryRecord, Pred, Store, StoreError, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
 
-/// New rows compared per unit (between yield checks and commits).
-const BLOCK: usize = 64;
+/// New rows compared per unit (between yield checks and commits). Each reads its rows and
+/// their neighbours' from the store, two queries whose cost is mostly their own: a first
+/// pass over 1M distinct memories went through 380 a second in blocks of 64, 690 in 256.
+const BLOCK: usize = 256;
 
 /// How often the pass saves how far it got. A save is two merges into small tables (the
 /// watermark, the run's record): saved after every block, a first pass over 1M distinct
