@@ -546,12 +546,11 @@ impl Codes {
             .collect();
         let queries: Vec<(&[f32], Option<u32>)> = open.iter().map(|o| (o.1, o.2)).collect();
         let batch = hamming::Batch::new(self.dim, &queries, within);
-        let keep = limit * signs::SIGN_SCANNED_PER_RESULT;
-        let rows = self.planes.sign_scales().len();
-        let kept = hamming::candidates_each(self, &batch, keep, scan::parts_for(rows));
+        let keep = signs::Keep::for_results(self, limit);
+        let kept = hamming::candidates_each(self, &batch, keep.scanned, keep.parts);
         for ((k, vector, _), kept) in open.into_iter().zip(kept) {
             let query = signs::SignQuery::new(vector);
-            let read = signs::best_by_levels(self, &query, kept, limit * signs::SIGNED_PER_RESULT);
+            let read = signs::best_by_levels(self, &query, kept, keep.read);
             found[k] = self.ranked(read, vector, limit);
         }
         found

@@ -220,12 +220,7 @@ pub(super) fn signed_candidates(
     limit: usize,
 ) -> Vec<(f32, u32)> {
     let query = SignQuery::new(vector);
-    let keep = Keep {
-        scanned: limit * SIGN_SCANNED_PER_RESULT,
-        read: limit * SIGNED_PER_RESULT,
-        parts: super::scan::parts_for(codes.planes.sign_scales().len()),
-    };
-    candidates(codes, &query, space, keep)
+    candidates(codes, &query, space, Keep::for_results(codes, limit))
 }
 
 /// The rows of `space` (all when None) each stage of a search keeps (see [`Keep`]), by the
@@ -259,6 +254,17 @@ pub(super) struct Keep {
     pub(super) read: usize,
     /// The threads the scan of signs is shared between.
     pub(super) parts: usize,
+}
+
+impl Keep {
+    /// What a search for `limit` results keeps, its scan shared as `codes`' rows warrant.
+    pub(super) fn for_results(codes: &Codes, limit: usize) -> Self {
+        Self {
+            scanned: limit * SIGN_SCANNED_PER_RESULT,
+            read: limit * SIGNED_PER_RESULT,
+            parts: super::scan::parts_for(codes.planes.sign_scales().len()),
+        }
+    }
 }
 
 /// Eight words at a time: a row of MiniLM's 512 bits is one register, weighed against the
