@@ -206,6 +206,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     });
     let router = Arc::new(server::router());
 
+    consolidation.recover(&store).await;
     // Socket activation: systemd holds the socket and passes it; else we bind our own.
     let activated = options.activation.is_some();
     let listener = match options.activation {

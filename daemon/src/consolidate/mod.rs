@@ -237,13 +237,10 @@ async fn save(ctx: &Consolidator, run: &mut RunRecord) -> Result<(), StoreError>
     Ok(())
 }
 
-/// The consolidation task: picks up an interrupted run, then checks every few seconds
-/// whether to start or resume one.
+/// The consolidation task: checks every few seconds whether to start or resume a run (the
+/// one mnemod stopped in, taken up by [`Consolidation::recover`] before it answered).
 pub async fn run(ctx: Arc<Consolidator>) {
     let c = &ctx.state;
-    if let Err(e) = recover(&ctx).await {
-        tracing::warn!("consolidation: cannot read earlier runs: {e}");
-    }
     let schedule = c
         .config
         .schedule
@@ -337,28 +334,39 @@ async fn assess_now(ctx: &Consolidator) -> IdleState {
     idle::assess(&signals, &ctx.state.config)
 }
 
-/// At start: a run left `running` was cut short by a crash or a kill; it resumes later.
-async fn recover(ctx: &Consolidator) -> Result<(), StoreError> {
-    let runs = ctx.store.runs().recent(20).await?;
-    let mut s = ctx.state.lock();
-    s.last_completed = runs
-        .iter()
-        .find(|r| r.status == RunStatus::Completed)
-        .cloned();
-    if let Some(latest) = runs.first() {
-        if latest.status == RunStatus::Running || latest.status.resumable() {
-            let mut run = latest.clone();
-            if run.status == RunStatus::Running {
-                tracing::info!(
-                    "consolidation run {} was interrupted; it will resume",
-                    run.id
-                );
-                run.status = RunStatus::Interrupted;
-            }
-            s.current = Some(run);
+impl Consolidation {
+    /// At start, before mnemod answers requests: reads the last completed run, and takes up
+    /// a run left `running` (cut short by a crash or a kill) to resume later. Done in the
+    /// consolidation task, a `consolidate.run` answered first started a new run this then
+    /// replaced, and `mnemo consolidate --wait` waited for that run forever.
+    pub async fn recover(&self, store: &Store) {
+        if let Err(e) = self.recover_from(store).await {
+            tracing::warn!("consolidation: cannot read earlier runs: {e}");
         }
     }
-    Ok(())
+
+    async fn recover_from(&self, store: &Store) -> Result<(), StoreError> {
+        let runs = store.runs().recent(20).await?;
+        let mut s = self.lock();
+        s.last_completed = runs
+            .iter()
+            .find(|r| r.status == RunStatus::Completed)
+            .cloned();
+        if let Some(latest) = runs.first() {
+            if latest.status == RunStatus::Running || latest.status.resumable() {
+                let mut run = latest.clone();
+                if run.status == RunStatus::Running {
+                    tracing::info!(
+                        "consolidation run {} was interrupted; it will resume",
+                        run.id
+                    );
+                    run.status = RunStatus::Interrupted;
+                }
+                s.current = Some(run);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Runs (or resumes) the current run until it completes, yields, fails or mnemod stops.
