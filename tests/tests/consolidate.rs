@@ -190,6 +190,21 @@ async fn a_run_shows_what_each_phase_did() {
         assert_eq!(m.summarized_by.as_deref(), Some(summary.id.as_str()));
         assert!(m.valid_to.is_none(), "demoted, still current");
     }
+    // A search answers with the demotion too.
+    let nest = c
+        .call::<Search>(&SearchParams {
+            query: "Ann found a bird nest near the hut".into(),
+            k: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(nest[0].memory.id, trip[1]);
+    assert_eq!(
+        nest[0].memory.summarized_by.as_deref(),
+        Some(summary.id.as_str())
+    );
     // Storage: compaction leaves fewer fragments than the many small commits made.
     let (before, after) = (
         run.count(Phase::Storage, "fragments_before"),
@@ -392,4 +407,77 @@ async fn sigkill_mid_run_is_recovered_by_the_next_run() {
         assert_eq!(get(&mut c, id).await.access_count, 1, "{id}");
     }
     assert!(run_record(&mut c, &run.id).await.is_some());
+}
+
+/// A run killed while it writes summaries, resumed, summarises each cluster once: no second
+/// summary of the same memories, and every source points at its cluster's one summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_while_summarising_leaves_each_cluster_summarised_once() {
+    let config = format!(
+        "[consolidate]\nenabled = false\nsummary_min_age_days = 1\nsummary_max_strength = 1.5\n\
+         summary_min_cluster = 3\n{SLOW}"
+    );
+    let mut daemon = Daemon::start_configured(Embedder::Hashed, &config, &[]);
+    let mut c = daemon.client().await;
+    const WORDS: [&str; 12] = [
+        "harbor", "violin", "granite", "meadow", "lantern", "orchid", "falcon", "copper",
+        "glacier", "saffron", "canyon", "velvet",
+    ];
+    let mut trips: Vec<Vec<String>> = Vec::new();
+    for (t, place) in WORDS.iter().enumerate() {
+        let mut ids = Vec::new();
+        for (day, thing) in ["tickets", "weather", "dinner"].iter().enumerate() {
+            let text = format!("{place} trip: {thing} on day {day}");
+            let m = add(&mut c, &text, |p| {
+                p.session_id = Some(format!("trip {t}"));
+                p.occurred_at = Some(format!("2026-01-0{}", day + 1));
+                p.salience = Some(2.0);
+            })
+            .await;
+            ids.push(m.id);
+        }
+        trips.push(ids);
+    }
+    daemon
+        .client()
+        .await
+        .call::<ConsolidateRun>(&NoParams {})
+        .await
+        .unwrap();
+    until(&mut c, "the run to summarise most trips", |s| {
+        let p = s.progress.as_ref()?;
+        (p.phase == Phase::Summaries && p.done >= 9).then_some(())
+    })
+    .await;
+    daemon.crash();
+    daemon.restart();
+    let mut c = daemon.client().await;
+    let run = daemon.consolidate_now();
+    assert_eq!(run.status, RunStatus::Completed);
+
+    let summaries = c
+        .call::<List>(&ListParams {
+            filter: mnemo_protocol::memory::Filter {
+                kind: Some(MemoryKind::Summary),
+                ..Default::default()
+            },
+            limit: Some(100),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .memories;
+    assert_eq!(summaries.len(), trips.len(), "one summary a trip");
+    for trip in &trips {
+        let by = get(&mut c, &trip[0]).await.summarized_by.expect("demoted");
+        let summary = summaries.iter().find(|s| s.id == by).expect("its summary");
+        let mut sources = summary.summarizes.clone();
+        sources.sort();
+        let mut expected = trip.clone();
+        expected.sort();
+        assert_eq!(sources, expected);
+        for id in &trip[1..] {
+            assert_eq!(get(&mut c, id).await.summarized_by.as_deref(), Some(&*by));
+        }
+    }
 }

@@ -73,7 +73,13 @@ pub const HELD_ANSWERS: &[&str] = &[
 
 /// The held columns whose values a patch by id of current rows sets in the codes in place
 /// (`nearest/patched.rs`), rather than making every value held stale.
-pub const SET_IN_PLACE: &[&str] = &["salience", "strength", "faded_at", "access_count"];
+pub const SET_IN_PLACE: &[&str] = &[
+    "salience",
+    "strength",
+    "faded_at",
+    "summarized_by",
+    "access_count",
+];
 
 /// One row's values of [`SET_IN_PLACE`] a patch sets, or those the access fold sets; None
 /// where it leaves them.
@@ -83,6 +89,8 @@ pub struct Patched {
     pub strength: Option<f32>,
     /// Whether `faded_at` is set (only which sparse columns a row fills is held).
     pub faded: Option<bool>,
+    /// Whether `summarized_by` is set (likewise).
+    pub summarized: Option<bool>,
     pub access_count: Option<i64>,
     /// Accesses folded up to then: the access count and this last access are set only
     /// where the row's last access is older (`filter::unfolded_accesses`).
@@ -429,6 +437,9 @@ impl Held {
         }
         if let Some(faded) = values.faded {
             row.filled = row.filled.with("faded_at", faded);
+        }
+        if let Some(summarized) = values.summarized {
+            row.filled = row.filled.with("summarized_by", summarized);
         }
     }
 

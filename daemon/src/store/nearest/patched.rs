@@ -29,6 +29,7 @@ pub struct HeldPatch {
     salience: Option<Float32Array>,
     strength: Option<Float32Array>,
     faded_at: Option<Int64Array>,
+    summarized_by: Option<StringArray>,
     access_count: Option<Int64Array>,
     /// The access fold's: set with the count where a row's last access is older.
     last_accessed_at: Option<Int64Array>,
@@ -58,9 +59,14 @@ impl HeldPatch {
             return None;
         }
         let set = |c: &str| batch.column_by_name(c).filter(|_| sets(c));
-        // A null unfades a row: only whether it is set is held.
+        // A null unfades a row (or leaves it unsummarised): only whether each is set is
+        // held.
         let faded_at = match set("faded_at") {
             Some(c) => Some(c.as_any().downcast_ref::<Int64Array>()?.clone()),
+            None => None,
+        };
+        let summarized_by = match set("summarized_by") {
+            Some(c) => Some(c.as_any().downcast_ref::<StringArray>()?.clone()),
             None => None,
         };
         Some(Self {
@@ -68,6 +74,7 @@ impl HeldPatch {
             salience: typed(set("salience"))?,
             strength: typed(set("strength"))?,
             faded_at,
+            summarized_by,
             access_count: typed(set("access_count"))?,
             last_accessed_at: None,
         })
@@ -88,6 +95,7 @@ impl HeldPatch {
             salience: None,
             strength: None,
             faded_at: None,
+            summarized_by: None,
         })
     }
 
@@ -97,6 +105,7 @@ impl HeldPatch {
             salience: self.salience.as_ref().map(|a| a.value(k)),
             strength: self.strength.as_ref().map(|a| a.value(k)),
             faded: self.faded_at.as_ref().map(|a| a.is_valid(k)),
+            summarized: self.summarized_by.as_ref().map(|a| a.is_valid(k)),
             access_count: self.access_count.as_ref().map(|a| a.value(k)),
             last_accessed_at: self.last_accessed_at.as_ref().map(|a| a.value(k)),
         }
@@ -201,19 +210,23 @@ mod tests {
         let strengths: ArrayRef = Arc::new(Float32Array::from(vec![0.25, 0.5]));
         let faded: ArrayRef = Arc::new(Int64Array::from(vec![Some(3), None]));
         let open: ArrayRef = Arc::new(Int64Array::from(vec![None::<i64>, None]));
+        let summary: ArrayRef = Arc::new(StringArray::from(vec![Some("s"), None]));
         let decay = batch(vec![
             ("strength", strengths.clone()),
             ("faded_at", faded),
+            ("summarized_by", summary),
             ("valid_to", open),
         ]);
         let patch = HeldPatch::of(&decay, sets_all_but_valid_to).unwrap();
         let first = Patched {
             strength: Some(0.25),
             faded: Some(true),
+            summarized: Some(true),
             ..Default::default()
         };
         assert_eq!(patch.values(0), first);
         assert_eq!(patch.values(1).faded, Some(false), "a null unfades");
+        assert_eq!(patch.values(1).summarized, Some(false));
 
         // A column held that is not set in place, a null where a value must be held, a
         // value of another type: the values held go stale instead.

@@ -537,7 +537,7 @@ mod tests {
 
     /// Writes whose whole change to the rows held the codes take as they commit leave no
     /// fragment to read again: a merge's rows closed by id, its survivors' salience and
-    /// accesses lifted, decay's strengths and fade marks. The codes then answer as a whole
+    /// accesses lifted, decay's strengths and fade marks, summaries' demotions. The codes then answer as a whole
     /// read does. A patch of another held column still leaves its fragments to read.
     #[tokio::test]
     async fn patches_the_codes_take_in_place_leave_no_fragment_to_read() {
@@ -606,6 +606,16 @@ mod tests {
                 ),
                 ("valid_to", open(2)),
             ],
+            // A summary's demotion: d halved and pointed at its summary.
+            vec![
+                ("id", ids(&["d"])),
+                ("summarized_by", ids(&["s"])),
+                (
+                    "strength",
+                    Arc::new(Float32Array::from(vec![0.125])) as ArrayRef,
+                ),
+                ("valid_to", open(1)),
+            ],
         ];
         for patch in patches {
             let names: Vec<&str> = patch.iter().map(|(c, _)| *c).collect();
@@ -620,7 +630,8 @@ mod tests {
         assert_eq!(in_place["b"].access_count, 7);
         assert_eq!(in_place["c"].strength, 0.25);
         assert_eq!(in_place["c"].faded_at, Some(5));
-        assert_eq!(in_place["d"].strength, 0.5);
+        assert_eq!(in_place["d"].strength, 0.125);
+        assert_eq!(in_place["d"].summarized_by.as_deref(), Some("s"));
         store.nearest.invalidate();
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
         let wanted = super::super::tests::nearest_wanted(&store, 1, 3).await;
