@@ -169,7 +169,7 @@ fn spelled(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{test_store, MemoryRecord};
+    use crate::store::{test_store, MemoryRecord, WriteOp};
     use crate::understand::entities::{extract, Mention};
     use mnemo_protocol::entity::ListParams;
 
@@ -275,5 +275,43 @@ mod tests {
         assert_eq!(spelled("Anne-Marie"), "anne marie");
         assert_eq!(spelled("J.R. O'Neil"), "jr oneil");
         assert_eq!(spelled("Zoë"), spelled("Zoe"));
+    }
+
+    /// A store whose memories the book was never written for is read once; when its
+    /// memories mention no one, the next start does not read them all again.
+    #[tokio::test]
+    async fn memories_are_read_for_entities_once() {
+        let stored = |texts: &[&str]| -> Vec<MemoryRecord> {
+            let row = |(i, t): (usize, &&str)| {
+                let mut r = crate::store::schema::tests::record(&format!("m{i}"), t, 4);
+                r.namespace = "chat".into();
+                r
+            };
+            texts.iter().enumerate().map(row).collect()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = test_store(dir.path()).await;
+        let writer = store.writer();
+        let plain = stored(&["the weather is mild", "bought more rice"]);
+        writer.submit(WriteOp::Insert(plain)).await.unwrap();
+        let book = EntityBook::new(store.clone());
+        assert_eq!(book.load().await.unwrap(), 0);
+        let mut named = stored(&["Melanie: I painted a lake"]);
+        named[0].id = "m9".into();
+        writer.submit(WriteOp::Insert(named)).await.unwrap();
+        let again = EntityBook::new(store.clone());
+        assert_eq!(
+            again.load().await.unwrap(),
+            0,
+            "read once, not at every start"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = test_store(dir.path()).await;
+        let rows = stored(&["Melanie: I painted a lake", "the weather is mild"]);
+        store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        let book = EntityBook::new(store);
+        assert_eq!(book.load().await.unwrap(), 1);
+        assert_eq!(book.named(Some("chat"), "Melanie")[0].mention_count, 1);
     }
 }
