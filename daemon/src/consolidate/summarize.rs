@@ -173,8 +173,8 @@ const SUMMARIES_A_COMMIT: usize = 64;
 /// sources, and its sources are demoted only with it.
 const WRITE_EVERY: Duration = Duration::from_secs(2);
 
-/// A summary written, and its sources' strengths when read.
-struct Written {
+/// A cluster's summary, to write, with its sources' strengths as read.
+struct Drafted {
     summary: MemoryRecord,
     by_llm: bool,
     strengths: Vec<f32>,
@@ -201,7 +201,7 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
     );
     let total = groups.len() as u64;
     let llm = crate::llm::Llm::from_config(&ctx.llm).map(Arc::new);
-    let mut unwritten: Vec<Written> = Vec::new();
+    let mut unwritten: Vec<Drafted> = Vec::new();
     let mut written_at = Instant::now();
     for (i, cluster) in groups.into_iter().enumerate() {
         match summarize(pace, record, llm.as_ref(), &cluster).await {
@@ -229,7 +229,7 @@ async fn summarize(
     record: &mut PhaseRecord,
     llm: Option<&Arc<crate::llm::Llm>>,
     cluster: &[MemoryRecord],
-) -> Result<Written, Stop> {
+) -> Result<Drafted, Stop> {
     pace.checkpoint().await?;
     let rule = extractive(cluster);
     let (content, by_llm) = match llm {
@@ -243,7 +243,7 @@ async fn summarize(
         },
         None => (rule, false),
     };
-    Ok(Written {
+    Ok(Drafted {
         summary: summary_record(cluster, content, by_llm),
         by_llm,
         strengths: cluster.iter().map(|r| r.strength).collect(),
@@ -256,7 +256,7 @@ async fn summarize(
 async fn write(
     pace: &mut Pace,
     record: &mut PhaseRecord,
-    summaries: Vec<Written>,
+    summaries: Vec<Drafted>,
 ) -> Result<(), Stop> {
     if summaries.is_empty() {
         return Ok(());
@@ -301,7 +301,7 @@ async fn write(
 /// The patch demoting the sources of `summaries`: a patch by id of current rows, which the
 /// codes held for searches take in place. Only this phase sets `summarized_by`, and it read
 /// each source unsummarised, so the strength halved is the one it read.
-fn demotion(store: &Store, summaries: &[Written]) -> Result<WriteOp, StoreError> {
+fn demotion(store: &Store, summaries: &[Drafted]) -> Result<WriteOp, StoreError> {
     let sources = summaries.iter().flat_map(|w| {
         w.summary
             .summarizes
