@@ -137,20 +137,11 @@ fn patch(store: &Store, changes: &[Change]) -> Result<WriteOp, StoreError> {
     let ids: StringArray = changes.iter().map(|c| Some(c.id.as_str())).collect();
     let strengths: Float32Array = changes.iter().map(|c| c.strength).collect();
     let faded: Int64Array = changes.iter().map(|c| c.faded_at).collect();
-    let batch = store.patch(vec![
+    store.patch_current(vec![
         ("id", Arc::new(ids)),
         ("strength", Arc::new(strengths)),
         ("faded_at", Arc::new(faded)),
-        // The condition reads it, and Lance sees only the patch's columns.
-        (
-            "valid_to",
-            Arc::new(Int64Array::from(vec![None; changes.len()])),
-        ),
-    ])?;
-    Ok(WriteOp::Patch {
-        batch,
-        only_if: Some(current().on_target()),
-    })
+    ])
 }
 
 pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> {

@@ -443,7 +443,7 @@ async fn apply(
             Some((r.id.as_str(), r.access_count + n, r.salience.max(*salience)))
         })
         .collect();
-    let lifted = store.patch(vec![
+    let lifted = store.patch_current(vec![
         (
             "id",
             Arc::new(keep.iter().map(|k| Some(k.0)).collect::<StringArray>()),
@@ -456,19 +456,8 @@ async fn apply(
             "salience",
             Arc::new(keep.iter().map(|k| k.2).collect::<Float32Array>()),
         ),
-        // The condition below reads it, and Lance sees only the patch's columns: null, as
-        // it is in every row the condition lets through.
-        (
-            "valid_to",
-            Arc::new(Int64Array::from(vec![None::<i64>; keep.len()])),
-        ),
     ])?;
-    writer
-        .submit(WriteOp::Patch {
-            batch: lifted,
-            only_if: Some(current().on_target()),
-        })
-        .await?;
+    writer.submit(lifted).await?;
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lancedb::arrow::arrow_array::{Float32Array, Int64Array, StringArray};
+use lancedb::arrow::arrow_array::{Float32Array, StringArray};
 
 use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 use mnemo_protocol::memory::MemoryKind;
@@ -315,21 +315,11 @@ fn demotion(store: &Store, summaries: &[Drafted]) -> Result<WriteOp, StoreError>
         by.push(summary);
         strengths.push(strength * 0.5);
     }
-    let rows = ids.len();
-    let batch = store.patch(vec![
+    store.patch_current(vec![
         ("id", Arc::new(StringArray::from(ids))),
         ("summarized_by", Arc::new(StringArray::from(by))),
         ("strength", Arc::new(Float32Array::from(strengths))),
-        // The condition reads it, and Lance sees only the patch's columns.
-        (
-            "valid_to",
-            Arc::new(Int64Array::from(vec![None::<i64>; rows])),
-        ),
-    ])?;
-    Ok(WriteOp::Patch {
-        batch,
-        only_if: Some(current().on_target()),
-    })
+    ])
 }
 
 #[cfg(test)]

@@ -440,29 +440,29 @@ impl Store {
         schema::patch_batch(&self.schema, columns)
     }
 
+    /// A patch by id of the rows still current: `columns` (the id first) are set where the
+    /// row has not been closed meanwhile. The condition reads `valid_to`, and Lance sees only
+    /// a patch's columns, so it is carried, null as in every row the condition lets through.
+    pub fn patch_current(
+        &self,
+        mut columns: Vec<(&str, lancedb::arrow::arrow_array::ArrayRef)>,
+    ) -> Result<WriteOp, StoreError> {
+        let rows = columns.first().map_or(0, |(_, ids)| ids.len());
+        let open = lancedb::arrow::arrow_array::Int64Array::from(vec![None::<i64>; rows]);
+        columns.push(("valid_to", Arc::new(open)));
+        Ok(WriteOp::Patch {
+            batch: self.patch(columns)?,
+            only_if: Some(filter::current().on_target()),
+        })
+    }
+
     /// Sets the whole `entities` list (as stored: keyed in an encrypted store) of each row
     /// of `rows` that is still current; a row replaced or forgotten meanwhile is left alone.
     pub fn entities_patch(&self, rows: &[(String, Vec<String>)]) -> Result<WriteOp, StoreError> {
         use column::Column;
         let ids: StringArray = rows.iter().map(|(id, _)| Some(id.as_str())).collect();
         let lists = <Vec<String> as Column>::to_array(rows.iter().map(|(_, l)| l).collect(), 0)?;
-        let batch = self.patch(vec![
-            ("id", Arc::new(ids)),
-            ("entities", lists),
-            // The condition reads it, and Lance sees only the patch's columns.
-            (
-                "valid_to",
-                Arc::new(lancedb::arrow::arrow_array::Int64Array::from(vec![
-                    None::<i64>;
-                    rows.len(
-                    )
-                ])),
-            ),
-        ])?;
-        Ok(WriteOp::Patch {
-            batch,
-            only_if: Some(filter::current().on_target()),
-        })
+        self.patch_current(vec![("id", Arc::new(ids)), ("entities", lists)])
     }
 
     /// Folds accesses into memories: each of `rows` (id, access count, last access) sets
