@@ -6,15 +6,17 @@
 //! add committed first each time); run whole in the writer's turn instead, they held every
 //! write for 9–14 s.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use lance::dataset::index::DatasetIndexRemapperOptions;
-use lance::dataset::optimize::{commit_compaction, plan_compaction};
+use lance::dataset::optimize::{commit_compaction, plan_compaction, RewriteResult};
 use lance::index::optimize::{commit_optimize_indices, plan_optimize_indices};
 use lance::index::DatasetIndexExt;
+use lance::table::format::Fragment;
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 use lancedb::Table;
+use roaring::RoaringTreemap;
 
 use super::StoreError;
 
@@ -165,10 +167,13 @@ async fn indexed_fragments(dataset: &lance::Dataset) -> Result<HashSet<u64>, Sto
 /// is nothing to merge. The commit puts the new fragments in place of those they merge (and
 /// moves the indexes' rows with them) and returns how many were merged away. Lance rebases
 /// it over appends since; a write that changed a merged fragment meanwhile voids it.
+///
+/// `moved` is told, as the commit lands, where the rows of each merge went.
 pub(super) async fn rewrite(
     table: &Table,
     options: CompactionOptions,
     which: Merged,
+    moved: impl FnOnce(Vec<Moved>) + Send + 'static,
 ) -> Result<Option<InTurn>, StoreError> {
     let dataset = latest(table).await?;
     let plan = plan_compaction(&dataset, &options).await?;
@@ -187,14 +192,96 @@ pub(super) async fn rewrite(
     if results.is_empty() {
         return Ok(None);
     }
+    let merges: Vec<Merge> = results.iter().filter_map(Merge::of).collect();
     let table = table.clone();
     Ok(Some(Box::pin(async move {
         let mut dataset = dataset;
         let remap = Arc::new(DatasetIndexRemapperOptions::default());
         let metrics = commit_compaction(&mut dataset, results, remap, &options).await?;
+        let written: HashMap<&str, &Fragment> = dataset
+            .fragments()
+            .iter()
+            .filter_map(|f| Some((f.files.first()?.path.as_str(), f)))
+            .collect();
+        let moves = merges
+            .into_iter()
+            .filter_map(|m| m.moved(&written))
+            .collect();
         show(&table, dataset)?;
+        moved(moves);
         Ok(metrics.fragments_removed as u64)
     })))
+}
+
+/// One merge of a compaction, before its commit: the fragments merged, the addresses of
+/// the rows it read from them, and the data files it wrote (the commit gives them their
+/// fragment ids).
+struct Merge {
+    merged: Vec<Fragment>,
+    read: RoaringTreemap,
+    files: Vec<String>,
+}
+
+impl Merge {
+    /// `result`'s merge; None when Lance kept no addresses of the rows it read (no index
+    /// needs moving: a table without indexes).
+    fn of(result: &RewriteResult) -> Option<Self> {
+        let read = RoaringTreemap::deserialize_from(result.row_addrs.as_deref()?).ok()?;
+        let files = result.new_fragments.iter();
+        Some(Self {
+            merged: result.original_fragments.clone(),
+            read,
+            files: files
+                .map(|f| Some(f.files.first()?.path.clone()))
+                .collect::<Option<_>>()?,
+        })
+    }
+
+    /// Where its rows went, from the fragments committed (by their first data file).
+    fn moved(self, committed: &HashMap<&str, &Fragment>) -> Option<Moved> {
+        let written: Vec<Fragment> = self
+            .files
+            .iter()
+            .map(|path| committed.get(path.as_str()).map(|f| (*f).clone()))
+            .collect::<Option<_>>()?;
+        let mut first_rows = Vec::with_capacity(written.len());
+        let mut rows = 0;
+        for fragment in &written {
+            first_rows.push(rows);
+            rows += fragment.physical_rows? as u64;
+        }
+        (rows == self.read.len()).then_some(Moved {
+            merged: self.merged,
+            read: self.read,
+            written,
+            first_rows,
+        })
+    }
+}
+
+/// The rows one merge of a compaction moved: the fragments it merged (as they were before
+/// it), the addresses of their rows it read, and the fragments it wrote them to (as
+/// committed). The `k`th row read is the `k`th row written, addresses in order: Lance moves
+/// its indexes' rows by the same rule.
+pub struct Moved {
+    pub merged: Vec<Fragment>,
+    read: RoaringTreemap,
+    pub written: Vec<Fragment>,
+    /// The place among the rows written of each written fragment's first.
+    first_rows: Vec<u64>,
+}
+
+impl Moved {
+    /// The row id now of the row at `row_id` in a merged fragment; None for a row the merge
+    /// did not read (deleted).
+    pub fn row_id_now(&self, row_id: u64) -> Option<u64> {
+        if !self.read.contains(row_id) {
+            return None;
+        }
+        let k = self.read.rank(row_id) - 1;
+        let f = self.first_rows.partition_point(|&first| first <= k) - 1;
+        Some((self.written[f].id << 32) | (k - self.first_rows[f]))
+    }
 }
 
 /// `table`'s dataset at its latest version, to change.

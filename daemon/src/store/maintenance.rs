@@ -349,7 +349,17 @@ impl Store {
 
     /// [`Store::compact`] of the `which` of `table`'s fragments.
     async fn compact_merging(&self, table: &Table, which: Merged) -> Result<u64, StoreError> {
-        let prepare = || beside::rewrite(table, beside::small_fragments_merged(), which);
+        // The codes hold the memories' rows where the compaction moved them.
+        let nearest = (table.name() == super::MEMORIES).then(|| self.nearest.clone());
+        let prepare = || {
+            let nearest = nearest.clone();
+            let moved = move |moves| {
+                if let Some(nearest) = nearest {
+                    nearest.moved(moves);
+                }
+            };
+            beside::rewrite(table, beside::small_fragments_merged(), which, moved)
+        };
         let whole = async {
             let compact = OptimizeAction::Compact {
                 options: beside::small_fragments_merged(),

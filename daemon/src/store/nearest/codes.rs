@@ -453,6 +453,22 @@ impl Codes {
         }
     }
 
+    /// Holds each row at the row id `to` gives for its own (Some(None): at none, to be
+    /// read by id); rows `to` leaves (None) stay where they are. Returns how many moved.
+    pub(super) fn move_rows(&mut self, to: impl Fn(u64) -> Option<Option<u64>>) -> usize {
+        let mut moved = 0;
+        for i in 0..self.ids.len() {
+            let Some(row_id) = self.row_id(i) else {
+                continue;
+            };
+            if let Some(now) = to(row_id) {
+                self.place(i, now);
+                moved += 1;
+            }
+        }
+        moved
+    }
+
     /// Rows held without a row id (written since the codes were read).
     pub(super) fn unplaced(&self) -> usize {
         (0..self.ids.len())

@@ -16,10 +16,11 @@
 //! codes as they commit (`patched.rs`). Other bulk changes to a ranking column leave the
 //! codes but not their ranking values: the candidates' rows are then taken by row id (or
 //! read by id, where a row moved) and ranked by their stored vectors. Other changes
-//! (updates, consolidation, compaction) move rows, and the next maintenance pass reads again
-//! the fragments of the table they changed (`refresh.rs`).
+//! (updates, consolidation) move rows, and the next maintenance pass reads again the fragments
+//! of the table they changed (`refresh.rs`); a compaction's moves are followed (`moved.rs`).
 
 mod codes;
+mod moved;
 mod patched;
 mod refresh;
 mod text;
@@ -84,6 +85,8 @@ enum Meanwhile {
     Patched(Box<HeldPatch>),
     /// The fragments a commit the codes took whole changed, each before and after it.
     Taken(Vec<(Fragment, Fragment)>),
+    /// The rows a compaction moved (`moved.rs`).
+    Moved(Vec<super::beside::Moved>),
 }
 
 /// What the codes propose for a search.

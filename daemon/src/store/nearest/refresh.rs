@@ -186,11 +186,13 @@ impl Nearest {
         let codes = guard.as_mut()?;
         codes.retire_unseen(&changed.stale, &seen);
         let mut taken = Vec::new();
+        let mut moved = Vec::new();
         for write in meanwhile {
             match write {
                 Meanwhile::Retired(id) => codes.retire(&id),
                 Meanwhile::Patched(patch) => patch.set_in(codes),
                 Meanwhile::Taken(fragments) => taken.push(fragments),
+                Meanwhile::Moved(moves) => moved.push(moves),
                 // Held in these codes as it was written.
                 Meanwhile::Held(..) => {}
             }
@@ -200,6 +202,9 @@ impl Nearest {
         self.mark_read(codes, read_at, begun);
         for fragments in &taken {
             self.take_fragments(fragments);
+        }
+        for moves in &moved {
+            self.take_moves(codes, moves);
         }
         self.unplaced
             .store(codes.unplaced() as u64, Ordering::Relaxed);
@@ -223,6 +228,7 @@ impl Nearest {
         let meanwhile = self.end_read(&mut guard, begun)?;
         let mut late = 0;
         let mut taken = Vec::new();
+        let mut moved = Vec::new();
         for write in meanwhile {
             match write {
                 // A row the read found is held with its row id.
@@ -234,11 +240,15 @@ impl Nearest {
                 Meanwhile::Retired(id) => codes.retire(&id),
                 Meanwhile::Patched(patch) => patch.set_in(&mut codes),
                 Meanwhile::Taken(fragments) => taken.push(fragments),
+                Meanwhile::Moved(moves) => moved.push(moves),
             }
         }
         self.mark_read(&mut codes, read_at, begun);
         for fragments in &taken {
             self.take_fragments(fragments);
+        }
+        for moves in &moved {
+            self.take_moves(&mut codes, moves);
         }
         self.unplaced.store(late, Ordering::Relaxed);
         let first = guard.is_none();
@@ -383,7 +393,7 @@ impl Store {
     }
 
     /// Reads the codes whole and holds them in place of any held.
-    async fn read_whole(
+    pub(super) async fn read_whole(
         &self,
         dataset: &Arc<Dataset>,
         whole: bool,
@@ -501,7 +511,7 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::tests::{next_version, row};
     use super::*;
     use crate::store::WriteOp;
@@ -516,7 +526,7 @@ mod tests {
 
     /// Each row held, with its row id (sorted by id), and how many retired rows the codes
     /// keep.
-    fn held(store: &Store) -> (Vec<(String, u64)>, usize) {
+    pub(in crate::store::nearest) fn held(store: &Store) -> (Vec<(String, u64)>, usize) {
         let codes = store.nearest.codes.read().unwrap();
         let codes = codes.as_ref().unwrap();
         let stored: Vec<(String, u64)> = ["a", "b", "c", "c2", "d"]
@@ -529,7 +539,7 @@ mod tests {
         (stored, codes.stale_rows())
     }
 
-    async fn sorted(store: &Store) -> Vec<(String, u64)> {
+    pub(in crate::store::nearest) async fn sorted(store: &Store) -> Vec<(String, u64)> {
         let mut stored = stored_row_ids(store).await;
         stored.sort();
         stored
