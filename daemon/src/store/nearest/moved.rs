@@ -62,16 +62,9 @@ impl Nearest {
 
 #[cfg(test)]
 mod tests {
-    use super::super::refresh::tests::{held, sorted};
+    use super::super::refresh::tests::{held, read_whole_at, sorted, to_read};
     use super::super::tests::{next_version, row};
     use crate::store::{Store, WriteOp};
-
-    /// How many fragments the next pass would read, and how many it finds stale.
-    async fn to_read(store: &Store) -> Option<(usize, usize)> {
-        let dataset = store.snapshot().await.unwrap();
-        let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
-        store.nearest.to_read(&dataset, whole)
-    }
 
     /// A store of small fragments, one a closed row left a deletion in, its codes read.
     async fn small_fragments(dir: &std::path::Path) -> std::sync::Arc<Store> {
@@ -124,12 +117,7 @@ mod tests {
         let begun = store.nearest.begin_read();
         let dataset = store.snapshot().await.unwrap();
         store.compact(&store.memories).await.unwrap();
-        let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
-        let started = std::time::Instant::now();
-        store
-            .read_whole(&dataset, whole, begun, started)
-            .await
-            .unwrap();
+        read_whole_at(&store, &dataset, begun).await;
         assert_eq!(held(&store).0, sorted(&store).await);
         assert_eq!(to_read(&store).await, Some((0, 0)));
     }
