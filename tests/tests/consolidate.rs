@@ -60,6 +60,25 @@ async fn until<T>(
     }
 }
 
+/// SIGKILLs `daemon` once its run has done `done` items of `phase` (a client `c` watches),
+/// starts it again and returns a client of the new one.
+async fn kill_once(
+    daemon: &mut Daemon,
+    c: &mut Client,
+    what: &str,
+    phase: Phase,
+    done: u64,
+) -> Client {
+    until(c, what, |s| {
+        let p = s.progress.as_ref()?;
+        (p.phase == phase && p.done >= done).then_some(())
+    })
+    .await;
+    daemon.crash();
+    daemon.restart();
+    daemon.client().await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_shows_what_each_phase_did() {
     // Strength halves every ~2.6 s here, so a few seconds age a memory by months.
@@ -379,14 +398,8 @@ async fn sigkill_mid_run_is_recovered_by_the_next_run() {
     let mut c = daemon.client().await;
     let ids = seed_accesses(&mut c, 12).await;
     let started = c.call::<ConsolidateRun>(&NoParams {}).await.unwrap();
-    until(&mut c, "the run to fold a few accesses", |s| {
-        let p = s.progress.as_ref()?;
-        (p.phase == Phase::Access && p.done >= 3).then_some(())
-    })
-    .await;
-    daemon.crash();
-    daemon.restart();
-    let mut c = daemon.client().await;
+    let what = "the run to fold a few accesses";
+    let mut c = kill_once(&mut daemon, &mut c, what, Phase::Access, 3).await;
 
     // Consistent: every memory is there, and the run waits to resume.
     for id in &ids {
@@ -444,14 +457,8 @@ async fn sigkill_while_summarising_leaves_each_cluster_summarised_once() {
         .call::<ConsolidateRun>(&NoParams {})
         .await
         .unwrap();
-    until(&mut c, "the run to summarise most trips", |s| {
-        let p = s.progress.as_ref()?;
-        (p.phase == Phase::Summaries && p.done >= 9).then_some(())
-    })
-    .await;
-    daemon.crash();
-    daemon.restart();
-    let mut c = daemon.client().await;
+    let what = "the run to summarise most trips";
+    let mut c = kill_once(&mut daemon, &mut c, what, Phase::Summaries, 9).await;
     let run = daemon.consolidate_now();
     assert_eq!(run.status, RunStatus::Completed);
 

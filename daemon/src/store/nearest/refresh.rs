@@ -194,27 +194,19 @@ impl Nearest {
         let meanwhile = self.end_read(&mut guard, begun)?;
         let codes = guard.as_mut()?;
         codes.retire_unseen(&changed.stale, &seen);
-        let mut taken = Vec::new();
-        let mut moved = Vec::new();
+        let mut after_read = Vec::new();
         for write in meanwhile {
             match write {
                 Meanwhile::Retired(id) => codes.retire(&id),
                 Meanwhile::Patched(patch) => patch.set_in(codes),
-                Meanwhile::Taken(fragments) => taken.push(fragments),
-                Meanwhile::Moved(moves) => moved.push(moves),
+                Meanwhile::Taken(_) | Meanwhile::Moved(_) => after_read.push(write),
                 // Held in these codes as it was written.
                 Meanwhile::Held(..) => {}
             }
         }
         // Every held value a write changed lies in a fragment it changed, read again here,
         // or was set in the codes by the write.
-        self.mark_read(codes, read_at, begun);
-        for fragments in &taken {
-            self.take_fragments(fragments);
-        }
-        for moves in &moved {
-            self.take_moves(codes, moves);
-        }
+        self.mark_read(codes, read_at, begun, after_read);
         self.unplaced
             .store(codes.unplaced() as u64, Ordering::Relaxed);
         Some(codes.len())
@@ -236,8 +228,7 @@ impl Nearest {
         let mut guard = self.codes.write().unwrap_or_else(|e| e.into_inner());
         let meanwhile = self.end_read(&mut guard, begun)?;
         let mut late = 0;
-        let mut taken = Vec::new();
-        let mut moved = Vec::new();
+        let mut after_read = Vec::new();
         for write in meanwhile {
             match write {
                 // A row the read found is held with its row id.
@@ -248,17 +239,10 @@ impl Nearest {
                 }
                 Meanwhile::Retired(id) => codes.retire(&id),
                 Meanwhile::Patched(patch) => patch.set_in(&mut codes),
-                Meanwhile::Taken(fragments) => taken.push(fragments),
-                Meanwhile::Moved(moves) => moved.push(moves),
+                Meanwhile::Taken(_) | Meanwhile::Moved(_) => after_read.push(write),
             }
         }
-        self.mark_read(&mut codes, read_at, begun);
-        for fragments in &taken {
-            self.take_fragments(fragments);
-        }
-        for moves in &moved {
-            self.take_moves(&mut codes, moves);
-        }
+        self.mark_read(&mut codes, read_at, begun, after_read);
         self.unplaced.store(late, Ordering::Relaxed);
         let first = guard.is_none();
         let held = (codes.len(), codes.bytes(), first);
@@ -280,11 +264,28 @@ impl Nearest {
     }
 
     /// Marks `codes` as read at `read_at`: their values are exact unless a write changed
-    /// held columns meanwhile.
-    fn mark_read(&self, codes: &mut Codes, read_at: (u64, &[Fragment]), begun: Begun) {
+    /// held columns meanwhile. Then takes what commits made meanwhile changed or moved
+    /// (`after_read`: fragments taken whole, rows a compaction moved), where the read had
+    /// met them as they were before.
+    fn mark_read(
+        &self,
+        codes: &mut Codes,
+        read_at: (u64, &[Fragment]),
+        begun: Begun,
+        after_read: Vec<Meanwhile>,
+    ) {
         codes.fresh = self.ranking_changes.load(Ordering::Acquire) == begun.ranking_changes;
         self.read_at.store(read_at.0, Ordering::Relaxed);
         self.hold_read_from(read_at.1);
+        for write in after_read {
+            match write {
+                Meanwhile::Taken(fragments) => {
+                    self.take_fragments(&fragments);
+                }
+                Meanwhile::Moved(moves) => self.take_moves(codes, &moves),
+                Meanwhile::Held(..) | Meanwhile::Retired(_) | Meanwhile::Patched(_) => {}
+            }
+        }
     }
 
     fn hold_read_from(&self, fragments: &[Fragment]) {
