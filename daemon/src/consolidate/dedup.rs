@@ -27,7 +27,7 @@ use mnemo_protocol::consolidate::{Phase, PhaseRecord};
 use mnemo_protocol::graph::{EdgeType, Node};
 use mnemo_protocol::time::now_micros;
 
-use super::pace::{Pace, Stop};
+use super::pace::{Pace, Stop, SAVE_EVERY};
 use super::{bump, done_through, save_cursor, time_blocks, BY_CONSOLIDATION};
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
@@ -40,12 +40,6 @@ const WATERMARK: &str = "consolidate.dedup_through";
 /// their neighbours' from the store, two queries whose cost is mostly their own: a first
 /// pass over 1M distinct memories went through 380 a second in blocks of 64, 690 in 256.
 const BLOCK: usize = 256;
-
-/// How often the pass saves how far it got. A save is two merges into small tables (the
-/// watermark, the run's record): saved after every block, a first pass over 1M distinct
-/// memories went ~8 % slower. A crash redoes at most this much, and doing a block again
-/// changes nothing: a memory it merged is closed, and its edges are upserted alike.
-const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Neighbours looked at beyond the `similar_per_memory` nearest: the duplicates of a row are
 /// its nearest, and a few more leave room for copies of one text and for rows the pass skips.
@@ -264,6 +258,8 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             return Err(stop);
         }
         unsaved = Some(times[range.end - 1]);
+        // Doing a block again changes nothing: a memory it merged is closed, and its edges
+        // are upserted alike.
         if range.end == fresh.len() || saved.elapsed() >= SAVE_EVERY {
             if let Some(through) = unsaved.take() {
                 save_through(pace, record, through).await?;

@@ -12,6 +12,12 @@ use super::idle::other_cpu_pct;
 use super::Consolidator;
 use crate::events::Event;
 
+/// How often a phase that works through many units saves how far it got (dedup's watermark,
+/// the summaries drafted). A stop or a crash loses at most this much, and the phase redoes it
+/// without change. Saved after every block, a first dedup of 1M distinct memories went ~8 %
+/// slower (a save is a merge into small tables).
+pub const SAVE_EVERY: Duration = Duration::from_secs(2);
+
 /// Why a phase stopped before its end.
 #[derive(Debug)]
 pub enum Stop {

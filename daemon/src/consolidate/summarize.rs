@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use lancedb::arrow::arrow_array::{Float32Array, StringArray};
 
@@ -20,7 +20,7 @@ use mnemo_protocol::time::{format_micros, now_micros};
 use sha2::{Digest, Sha256};
 
 use super::bump;
-use super::pace::{Pace, Stop};
+use super::pace::{Pace, Stop, SAVE_EVERY};
 use crate::store::filter::{current, event_time};
 use crate::store::{col, MemoryRecord, Store, StoreError, WriteOp};
 use crate::understand::sentences::first_sentence;
@@ -168,11 +168,6 @@ fn summary_record(cluster: &[MemoryRecord], content: String, by_llm: bool) -> Me
 /// update that left the values held for searches stale.
 const SUMMARIES_A_COMMIT: usize = 64;
 
-/// Summaries are written at least this often, so a stop or a crash loses little work (an
-/// LLM's summary can take seconds). Redoing one changes nothing: its id comes from its
-/// sources, and its sources are demoted only with it.
-const WRITE_EVERY: Duration = Duration::from_secs(2);
-
 /// A cluster's summary, to write, with its sources' strengths as read.
 struct Drafted {
     summary: MemoryRecord,
@@ -214,7 +209,9 @@ pub async fn run(pace: &mut Pace, record: &mut PhaseRecord) -> Result<(), Stop> 
             }
         }
         let last = i as u64 + 1 == total;
-        if last || unwritten.len() >= SUMMARIES_A_COMMIT || written_at.elapsed() >= WRITE_EVERY {
+        // Redoing a summary changes nothing: its id comes from its sources, and its sources
+        // are demoted only with it.
+        if last || unwritten.len() >= SUMMARIES_A_COMMIT || written_at.elapsed() >= SAVE_EVERY {
             write(pace, record, std::mem::take(&mut unwritten)).await?;
             written_at = Instant::now();
         }
