@@ -26,6 +26,7 @@ use mnemo_protocol::time::now_micros;
 use super::bump;
 use super::pace::{Pace, Stop};
 use crate::store::filter::current;
+use crate::store::held_id::HeldId;
 use crate::store::schema::MemoryRecord;
 use crate::store::{Store, StoreError, WriteOp};
 
@@ -72,10 +73,12 @@ struct Decay {
     fade_below: f32,
 }
 
-/// One row's new values, when they differ from what is stored.
+/// One row's new values, when they differ from what is stored. A first pass at 1M memories
+/// holds a million of them until it has patched them all: the id is held in its 16 bytes
+/// (40 bytes a change rather than ~90 with the id as text).
 #[derive(Debug, PartialEq)]
 struct Change {
-    id: String,
+    id: HeldId,
     strength: f32,
     faded_at: Option<i64>,
 }
@@ -97,7 +100,7 @@ impl Decay {
         };
         let moved = (new - row.strength).abs() > CHANGED;
         (moved || faded_at != row.faded_at).then_some(Change {
-            id: row.id,
+            id: HeldId::new(&row.id),
             strength: if moved { new } else { row.strength },
             faded_at,
         })
@@ -134,7 +137,7 @@ async fn changes(store: &Store, decay: Decay) -> Result<(Vec<Change>, Tally), St
 
 /// Writes `changes`' two columns, leaving a row closed since it was read as it was.
 fn patch(store: &Store, changes: &[Change]) -> Result<WriteOp, StoreError> {
-    let ids: StringArray = changes.iter().map(|c| Some(c.id.as_str())).collect();
+    let ids: StringArray = changes.iter().map(|c| Some(c.id.text())).collect();
     let strengths: Float32Array = changes.iter().map(|c| c.strength).collect();
     let faded: Int64Array = changes.iter().map(|c| c.faded_at).collect();
     store.patch_current(vec![
@@ -264,7 +267,7 @@ mod tests {
         };
         let (found, tally) = changes(&store, decay).await.unwrap();
         // The fresh memory keeps its full strength and is not written.
-        let ids: Vec<&str> = found.iter().map(|c| c.id.as_str()).collect();
+        let ids: Vec<String> = found.iter().map(|c| c.id.text()).collect();
         assert_eq!(ids, ["m1", "m2", "m3", "m4"]);
         assert_eq!(tally.weakened, 4);
         let op = patch(&store, &found).unwrap();

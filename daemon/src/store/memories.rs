@@ -9,7 +9,7 @@ use lancedb::query::{QueryBase, Select};
 use super::filter::current;
 use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
 use super::seal::Sealing;
-use super::sql::{col, read, Filtered, Pred};
+use super::sql::{col, each_batch, read, Filtered, Pred};
 use super::{Store, StoreError};
 
 /// A row a retriever returned, with its raw score (`_distance` or `_score`). The record holds
@@ -203,31 +203,31 @@ impl Store {
                 }
             }
         }
-        let mut rows = Vec::new();
-        self.each_with_columns(predicate, &columns, |r| rows.push(r))
-            .await?;
-        Ok(rows)
+        self.rows(&read(&self.columns_query(predicate, &columns)).await?)
     }
 
-    /// [`Store::columns_of`], handing each row to `each` as its batch is opened, so a pass
-    /// over a million memories never holds them all as records at once.
+    /// [`Store::columns_of`], handing each row to `each` as its batch comes from the store, so
+    /// a pass over a million memories holds one batch of them at a time.
     pub async fn each_with_columns(
         &self,
         predicate: &Pred,
         columns: &[&str],
         mut each: impl FnMut(MemoryRecord),
     ) -> Result<(), StoreError> {
-        let query = self
-            .memories
-            .query()
-            .filtered(predicate)
-            .select(Select::columns(columns));
-        for batch in read(&query).await? {
+        each_batch(&self.columns_query(predicate, columns), |batch| {
             self.rows(std::slice::from_ref(&batch))?
                 .into_iter()
                 .for_each(&mut each);
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
+    }
+
+    fn columns_query(&self, predicate: &Pred, columns: &[&str]) -> lancedb::query::Query {
+        self.memories
+            .query()
+            .filtered(predicate)
+            .select(Select::columns(columns))
     }
 
     /// Up to `limit` vectors of the configured model among rows matching `predicate`.

@@ -334,6 +334,47 @@ pub(super) async fn read(
     }
 }
 
+/// Runs `query` and hands each batch to `each` as it comes, so a pass over every row holds
+/// one batch rather than the whole answer (at 1M memories decay's eight columns were ~85 MB
+/// read whole). Read again, as [`read`] does, when a purge deleted a file before any batch was
+/// handed out; after that a second read would hand rows twice, so the error is returned and
+/// the pass is left to its next run.
+pub(super) async fn each_batch(
+    query: &impl lancedb::query::ExecutableQuery,
+    mut each: impl FnMut(lancedb::arrow::arrow_array::RecordBatch) -> Result<(), super::StoreError>,
+) -> Result<(), super::StoreError> {
+    use futures::TryStreamExt;
+    let mut tries = 0;
+    loop {
+        let mut handed = false;
+        let mut stream = match query.execute().await {
+            Ok(stream) => stream,
+            Err(e) if tries < 2 && pruned_under_us(&e) => {
+                tries += 1;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        loop {
+            match stream.try_next().await {
+                Ok(Some(batch)) => {
+                    handed = true;
+                    each(batch)?;
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    if handed || tries >= 2 || !pruned_under_us(&e) {
+                        return Err(e.into());
+                    }
+                    tries += 1;
+                    tracing::debug!("a file was pruned before a read began; reading again: {e}");
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// Whether `e` says a data or index file of the table is gone (LanceDB names the path).
 fn pruned_under_us(e: &lancedb::Error) -> bool {
     let text = e.to_string();
