@@ -467,6 +467,7 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
             Phase::Storage => storage::run(pace, &mut record).await,
         };
         run.phases[i] = record;
+        ctx.store.drop_cached_pages().await;
         result?;
         run.phases[i].state = PhaseState::Done;
         run.phases[i].completed_at = Some(format_micros(now_micros()));

@@ -292,6 +292,16 @@ impl Store {
         self.session.file_metadata_cache().clear().await;
     }
 
+    /// Empties LanceDB's caches and hands the memory freed back, between two passes over
+    /// the table: what one pass's reads loaded serves neither the next nor searches, which
+    /// read again what they need. At 1M memories dedup's lookups by id left ~99 MB of index
+    /// pages there, held through the summaries and the storage phase's compaction (whose
+    /// remap of the full-text index tops mnemod's memory).
+    pub async fn drop_cached_pages(&self) {
+        self.drop_replaced_file_pages().await;
+        crate::process::release_freed_memory();
+    }
+
     /// Writes a fold's or a compaction's files beside the writer with `prepare` (None when
     /// there is nothing to do), holding the rewrite lock (a fold, a compaction and an ANN
     /// training void each other's commits), and commits them in the writer's turn
