@@ -427,3 +427,40 @@ pub(super) fn row_id_column(batch: &RecordBatch) -> Vec<Option<u64>> {
         None => vec![None; batch.num_rows()],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::store::filter::current;
+    use crate::store::schema::tests::record;
+    use crate::store::{test_store, WriteOp};
+
+    /// A pass over many fragments, each answered in several batches, hands every row it
+    /// matches once, with the columns asked for.
+    #[tokio::test]
+    async fn a_pass_hands_every_matching_row_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = test_store(dir.path()).await;
+        let mut written = Vec::new();
+        for fragment in 0..3 {
+            let rows: Vec<_> = (0..1500)
+                .map(|i| {
+                    let mut r = record(&format!("m{fragment}-{i:04}"), "text", 4);
+                    r.access_count = i;
+                    r
+                })
+                .collect();
+            written.extend(rows.iter().map(|r| (r.id.clone(), r.access_count)));
+            store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        }
+        let mut seen = Vec::new();
+        store
+            .each_with_columns(&current(), &["id", "access_count"], |r| {
+                seen.push((r.id, r.access_count))
+            })
+            .await
+            .unwrap();
+        seen.sort();
+        written.sort();
+        assert_eq!(seen, written);
+    }
+}
