@@ -122,8 +122,8 @@ pub(super) fn small_fragments_merged() -> CompactionOptions {
         // rather than a map of every moved row (at 1M memories a 26 MB table).
         index_remap_mode: IndexRemapMode::Compact,
         // Reads of the merged fragments in batches of 1,024 rows rather than Lance's 8,192:
-        // at 1M memories the rewrite and remap topped at 653–655 MB of RSS rather than
-        // 680–708 (LANCE_DEFAULT_BATCH_SIZE, two runs each).
+        // at 1M memories the storage phase topped at 654–657 MB of RSS rather than 680–708
+        // (two runs each).
         batch_size: Some(1024),
         ..Default::default()
     }

@@ -296,7 +296,7 @@ impl Store {
     /// the table: what one pass's reads loaded serves neither the next nor searches, which
     /// read again what they need. At 1M memories dedup's lookups by id left ~99 MB of index
     /// pages there, held through the summaries and the storage phase's compaction (whose
-    /// remap of the full-text index tops mnemod's memory).
+    /// remap rebuilds the full-text index in memory).
     pub async fn drop_cached_pages(&self) {
         self.drop_replaced_file_pages().await;
         crate::process::release_freed_memory();

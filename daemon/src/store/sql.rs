@@ -325,10 +325,7 @@ pub(super) async fn read(
     loop {
         let answer = async { query.execute().await?.try_collect::<Vec<_>>().await }.await;
         match answer {
-            Err(e) if tries < 2 && pruned_under_us(&e) => {
-                tries += 1;
-                tracing::debug!("a file was pruned during a read; reading again: {e}");
-            }
+            Err(e) if read_again(&e, &mut tries) => {}
             answer => return Ok(answer?),
         }
     }
@@ -346,33 +343,38 @@ pub(super) async fn each_batch(
     use futures::TryStreamExt;
     let mut tries = 0;
     loop {
-        let mut handed = false;
-        let mut stream = match query.execute().await {
-            Ok(stream) => stream,
-            Err(e) if tries < 2 && pruned_under_us(&e) => {
-                tries += 1;
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        loop {
-            match stream.try_next().await {
-                Ok(Some(batch)) => {
-                    handed = true;
-                    each(batch)?;
-                }
-                Ok(None) => return Ok(()),
-                Err(e) => {
-                    if handed || tries >= 2 || !pruned_under_us(&e) {
-                        return Err(e.into());
-                    }
-                    tries += 1;
-                    tracing::debug!("a file was pruned before a read began; reading again: {e}");
+        let (mut handed, mut refused) = (false, None);
+        let answer = async {
+            let mut stream = query.execute().await?;
+            while let Some(batch) = stream.try_next().await? {
+                handed = true;
+                if let Err(e) = each(batch) {
+                    refused = Some(e);
                     break;
                 }
             }
+            Ok::<_, lancedb::Error>(())
+        }
+        .await;
+        if let Some(e) = refused {
+            return Err(e);
+        }
+        match answer {
+            Err(e) if !handed && read_again(&e, &mut tries) => {}
+            answer => return Ok(answer?),
         }
     }
+}
+
+/// Whether a read that failed with `e` should run again (a purge deleted a file under it,
+/// and it has not tried twice already); counts the try.
+fn read_again(e: &lancedb::Error, tries: &mut u32) -> bool {
+    if *tries >= 2 || !pruned_under_us(e) {
+        return false;
+    }
+    *tries += 1;
+    tracing::debug!("a file was pruned during a read; reading again: {e}");
+    true
 }
 
 /// Whether `e` says a data or index file of the table is gone (LanceDB names the path).
