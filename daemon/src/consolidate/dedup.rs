@@ -32,7 +32,7 @@ use super::{bump, done_through, save_cursor, time_blocks, BY_CONSOLIDATION};
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
 use crate::store::held_id::HeldId;
-use crate::store::{col, MemoryRecord, Pred, Store, StoreError, WriteOp};
+use crate::store::{col, MemoryRecord, Near, Pred, Store, StoreError, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
 
@@ -69,6 +69,17 @@ fn originals() -> Pred {
                 .null()
                 .or(col("source").not_starts_with("file:")),
         )
+}
+
+/// The columns [`is_original`] reads.
+const ORIGINAL_COLUMNS: [&str; 3] = ["is_summary", "action", "source"];
+
+/// [`originals`] asked of a current row read with [`ORIGINAL_COLUMNS`]: rows taken at their
+/// row ids are not filtered by the store.
+fn is_original(r: &MemoryRecord) -> bool {
+    !r.is_summary
+        && r.action.is_none()
+        && r.source.as_deref().is_none_or(|s| !s.starts_with("file:"))
 }
 
 /// Union-find over memory ids, the root of a set being its oldest memory.
@@ -168,14 +179,14 @@ pub fn neighbours_of(
 }
 
 /// For each of `rows`, the `limit` current memories of its namespace nearest its vector,
-/// with their cosine; those under `within` may be left out. From the codes held, a few rows
-/// at a time; else as a search finds them, a row at a time.
+/// with their row ids and cosine; those under `within` may be left out. From the codes
+/// held, a few rows at a time; else as a search finds them, a row at a time.
 async fn nearest_each(
     store: &Store,
     rows: &[MemoryRecord],
     limit: usize,
     within: f32,
-) -> Result<Vec<Vec<(String, f32)>>, StoreError> {
+) -> Result<Vec<Vec<(Near, f32)>>, StoreError> {
     let vectors: Vec<Vec<f32>> = rows
         .iter()
         .map(|row| {
@@ -207,7 +218,13 @@ async fn nearest_each(
         .into_iter()
         .map(|near| {
             near.into_iter()
-                .map(|s| (s.record.id, 1.0 - s.raw))
+                .map(|s| {
+                    let near = Near {
+                        id: s.record.id,
+                        row_id: s.row_id,
+                    };
+                    (near, 1.0 - s.raw)
+                })
                 .collect()
         })
         .collect())
@@ -282,19 +299,22 @@ async fn compare(
     let store = &pace.ctx().store.clone();
     let limit = thresholds.per_row + EXTRA_NEIGHBOURS;
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let mut columns = FACTS.to_vec();
-    columns.push("vector");
-    let block = pace
-        .guard(store.columns_of(&originals().and(col("id").one_of(&ids)), &columns))
-        .await??;
+    // Both reads take their rows at the row ids the codes hold, not through the id index.
+    let mut columns = [FACTS.as_slice(), &ORIGINAL_COLUMNS, &["vector"]].concat();
+    let mut block = pace.guard(store.current_by_id(&ids, &columns)).await??;
+    block.retain(is_original);
     let near_ids = pace
         .guard(nearest_each(store, &block, limit, thresholds.similar))
         .await??;
-    let named: Vec<&str> = near_ids.iter().flatten().map(|n| n.0.as_str()).collect();
+    let mut named: Vec<Near> = near_ids.iter().flatten().map(|n| n.0.clone()).collect();
+    named.sort_by(|a, b| a.id.cmp(&b.id));
+    named.dedup_by(|a, b| a.id == b.id);
+    columns.retain(|&c| c != "vector");
     let known: HashMap<String, MemoryRecord> = pace
-        .guard(store.columns_of(&originals().and(col("id").one_of(&named)), &FACTS))
+        .guard(store.current_at(&named, &columns))
         .await??
         .into_iter()
+        .filter(is_original)
         .map(|r| (r.id.clone(), r))
         .collect();
     let lookup = |id: &str| block.iter().find(|r| r.id == id).or_else(|| known.get(id));
@@ -312,7 +332,7 @@ async fn compare(
     for (row, near) in block.iter().zip(&near_ids) {
         let near: Vec<(&MemoryRecord, f32)> = near
             .iter()
-            .filter_map(|(id, score)| Some((known.get(id)?, *score)))
+            .filter_map(|(near, score)| Some((known.get(&near.id)?, *score)))
             .collect();
         let found = neighbours_of(row, &near, thresholds);
         for other in found.duplicates.iter().filter_map(|id| known.get(id)) {
@@ -517,6 +537,48 @@ mod tests {
         elsewhere.namespace = "elsewhere".into();
         let found = neighbours_of(&b, &[(&elsewhere, 0.9), (&a, 0.8)], T);
         assert_eq!(found.similar, [("a".to_string(), 0.8)]);
+    }
+
+    /// Rows taken at their row ids are kept as the store's filter of originals keeps them.
+    #[tokio::test]
+    async fn rows_taken_are_kept_as_the_filter_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::test_store(dir.path()).await;
+        let plain = |id: &str| MemoryRecord {
+            action: None,
+            ..record(id, id, 4)
+        };
+        let rows = vec![
+            plain("plain"),
+            MemoryRecord {
+                source: Some("chat".into()),
+                ..plain("chat")
+            },
+            MemoryRecord {
+                is_summary: true,
+                ..plain("summary")
+            },
+            record("episode", "episode", 4),
+            MemoryRecord {
+                source: Some("file:/notes/a.md".into()),
+                ..plain("note")
+            },
+        ];
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        store.refresh_nearest().await.unwrap();
+        let sorted = |rows: Vec<MemoryRecord>| {
+            let mut ids: Vec<String> = rows.into_iter().map(|r| r.id).collect();
+            ids.sort();
+            ids
+        };
+        let filtered = sorted(store.columns_of(&originals(), &["id"]).await.unwrap());
+        assert_eq!(filtered, ["chat", "plain"]);
+        let mut taken = store.current_by_id(&ids, &ORIGINAL_COLUMNS).await.unwrap();
+        assert_eq!(taken.len(), 5);
+        taken.retain(is_original);
+        assert_eq!(sorted(taken), filtered);
     }
 
     #[test]

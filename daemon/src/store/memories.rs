@@ -133,6 +133,36 @@ impl Store {
         Ok(found)
     }
 
+    /// `columns` of the current rows of `ids`: taken at the row ids the codes hold for them,
+    /// read by id where none is held or the row moved since. For passes that read many rows
+    /// by id (dedup): through the id index, its pages filled Lance's index cache to ~99 MB
+    /// at 1M memories.
+    pub async fn current_by_id(
+        &self,
+        ids: &[&str],
+        columns: &[&str],
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        self.current_at(&self.nearest.row_ids_of(ids), columns)
+            .await
+    }
+
+    /// `columns` of the rows of `near` that are still current, taken at their row ids (read
+    /// by id where a row moved since).
+    pub async fn current_at(
+        &self,
+        near: &[Near],
+        columns: &[&str],
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        let mut columns = columns.to_vec();
+        for needed in ["id", "valid_to"] {
+            if !columns.contains(&needed) {
+                columns.push(needed);
+            }
+        }
+        let taken = self.take(near, &columns, true).await?;
+        Ok(taken.into_iter().map(|s| s.record).collect())
+    }
+
     /// The memories table's dataset as it is now: what a read of its fragments or row ids
     /// sees, whatever is committed meanwhile.
     pub(super) async fn snapshot(&self) -> Result<std::sync::Arc<lance::Dataset>, StoreError> {
@@ -432,7 +462,46 @@ pub(super) fn row_id_column(batch: &RecordBatch) -> Vec<Option<u64>> {
 mod tests {
     use crate::store::filter::current;
     use crate::store::schema::tests::record;
-    use crate::store::{test_store, WriteOp};
+    use crate::store::{test_store, Near, WriteOp};
+
+    /// Rows asked for by id are taken at the row ids the codes hold; one whose row id now
+    /// holds another row, or no fragment, is read by id; a closed row is left out.
+    #[tokio::test]
+    async fn current_rows_are_taken_at_their_row_ids_or_read_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = test_store(dir.path()).await;
+        let mut closed = record("closed", "text", 4);
+        closed.valid_to = Some(1);
+        let rows = vec![record("a", "text", 4), record("b", "text", 4), closed];
+        store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        store.refresh_nearest().await.unwrap();
+        let held = store.nearest.row_ids_of(&["a", "b", "closed", "unknown"]);
+        let row_ids: Vec<bool> = held.iter().map(|n| n.row_id.is_some()).collect();
+        assert_eq!(row_ids, [true, true, false, false]);
+        let ids = |rows: Vec<crate::store::MemoryRecord>| {
+            let mut ids: Vec<String> = rows.into_iter().map(|r| r.id).collect();
+            ids.sort();
+            ids
+        };
+        let by_id = store
+            .current_by_id(&["b", "a", "closed", "unknown"], &["salience"])
+            .await
+            .unwrap();
+        assert_eq!(ids(by_id), ["a", "b"]);
+        // "a" asked at b's row id, "b" at a fragment that does not exist.
+        let astray = [
+            Near {
+                id: "a".into(),
+                row_id: held[1].row_id,
+            },
+            Near {
+                id: "b".into(),
+                row_id: Some(77 << 32),
+            },
+        ];
+        let found = store.current_at(&astray, &["salience"]).await.unwrap();
+        assert_eq!(ids(found), ["a", "b"]);
+    }
 
     /// A pass over many fragments, each answered in several batches, hands every row it
     /// matches once, with the columns asked for.

@@ -45,6 +45,7 @@ use lancedb::{Connection, Table};
 pub use beside::Fold;
 pub use column::Floats;
 pub use keystore::KeySettings;
+pub use memories::Near;
 pub use schema::{MemoryRecord, MEMORIES_SCHEMA_VERSION};
 pub use sql::{col, Expr, Pred, SqlType};
 pub use writer::{WriteOp, WriterHandle};

@@ -208,6 +208,21 @@ impl Nearest {
         )
     }
 
+    /// Each of `ids` with the row id held for it (None where it is not held). The codes'
+    /// row ids follow every write and compaction, stale values or not; a take checks the id
+    /// it finds there all the same.
+    pub fn row_ids_of(&self, ids: &[&str]) -> Vec<Near> {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        ids.iter()
+            .map(|&id| Near {
+                id: id.to_string(),
+                row_id: codes
+                    .as_ref()
+                    .and_then(|c| c.near(c.index_of(id)? as u32).row_id),
+            })
+            .collect()
+    }
+
     /// The ranking columns of each of `ids` held (None for a row not held), or None when no
     /// exact values are held.
     pub fn held(&self, ids: &[&str]) -> Option<Vec<Option<MemoryRecord>>> {
