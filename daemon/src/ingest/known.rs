@@ -2,8 +2,8 @@
 //! grow the store; it counts as an access of the stored one. Text said at another time or in
 //! another session is a new memory.
 //!
-//! Which texts are stored is kept in memory (loaded once at start), so the common case, a new
-//! text, costs no query. A hit is checked against the store before it is trusted, so an entry
+//! Which texts are stored is kept in memory (loaded once at start, `digests.rs`), so the common
+//! case, a new text, costs no query. A hit is checked against the store before it is trusted, so an entry
 //! left behind by a forget or a merge is only ever a wasted lookup, never a wrong answer.
 //!
 //! Adds of the same key at the same moment take turns ([`KnownContent::claim`]): the first
@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use super::digests::Digests;
 use super::Known;
 use crate::store::col;
 use crate::store::filter::current;
@@ -44,7 +45,7 @@ fn key(r: &MemoryRecord) -> Key {
 /// Current memories by what they say, namespace, session and time.
 #[derive(Default)]
 pub struct KnownContent {
-    ids: Mutex<HashMap<u64, HeldId>>,
+    ids: Mutex<Digests>,
     /// Keys an add is storing right now; others with the same key wait for it.
     claims: Mutex<HashMap<Key, Arc<Notify>>>,
 }
@@ -67,7 +68,7 @@ impl Drop for Claim<'_> {
 }
 
 impl KnownContent {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, HeldId>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Digests> {
         self.ids.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -113,7 +114,7 @@ impl KnownContent {
 
     /// Reads the current memories' keys (a few columns, one pass).
     pub async fn load(&self, store: &Store) -> Result<usize, StoreError> {
-        let mut loaded: HashMap<u64, HeldId> = HashMap::new();
+        let mut loaded: Vec<(u64, HeldId)> = Vec::new();
         let columns = [
             "id",
             "namespace",
@@ -123,9 +124,10 @@ impl KnownContent {
         ];
         store
             .each_with_columns(&current(), &columns, |r| {
-                loaded.insert(digest(&key(&r)), HeldId::new(&r.id));
+                loaded.push((digest(&key(&r)), HeldId::new(&r.id)));
             })
             .await?;
+        let loaded = Digests::new(loaded);
         let count = loaded.len();
         // Replaces what was known: after `mnemo encrypt` every stored hash is keyed.
         *self.lock() = loaded;
@@ -139,8 +141,8 @@ impl KnownContent {
     pub fn remove(&self, r: &MemoryRecord) {
         let mut ids = self.lock();
         let k = digest(&key(r));
-        if ids.get(&k).is_some_and(|id| id.is(&r.id)) {
-            ids.remove(&k);
+        if ids.get(k).is_some_and(|id| id.is(&r.id)) {
+            ids.remove(k);
         }
     }
 
@@ -155,7 +157,7 @@ impl KnownContent {
             let ids = self.lock();
             records
                 .iter()
-                .filter_map(|r| ids.get(&digest(&key(r))).map(HeldId::text))
+                .filter_map(|r| ids.get(digest(&key(r))).map(HeldId::text))
                 .collect()
         };
         let mut stored: HashMap<Key, MemoryRecord> = HashMap::new();
@@ -202,13 +204,13 @@ mod tests {
         assert_eq!(
             known
                 .lock()
-                .get(&digest(&key(&b)))
+                .get(digest(&key(&b)))
                 .map(HeldId::text)
                 .as_deref(),
             Some("b")
         );
         known.remove(&b);
-        assert!(known.lock().is_empty());
+        assert_eq!(known.lock().len(), 0);
     }
 
     #[tokio::test]

@@ -23,6 +23,7 @@ use crate::store::filter::predicate_all_versions;
 use crate::store::{col, Expr, MemoryRecord, Pred, SqlType, Store, StoreError, WriteOp};
 use crate::usermodel::UserModel;
 
+mod digests;
 mod import;
 mod known;
 mod novelty;
