@@ -90,12 +90,15 @@ fn init_logging(config: &Config) {
 fn tune_memory() {
     // glibc gives every thread that allocates its own 64 MB arena and keeps what each freed:
     // with Lance's and Tokio's threads that held 578 MB allocated at 100k memories after a
-    // search bench, 358 MB with two arenas, at the same latency.
+    // search bench, 358 MB with two arenas, at the same latency. A user's own MALLOC_ARENA_MAX
+    // wins.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes the allocator's tuning; no allocation is in flight on
-    // another thread yet.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only changes the allocator's tuning; no allocation is in flight on
+        // another thread yet.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+        }
     }
     // glibc raises its mmap threshold to the largest block freed (up to 32 MB), after which
     // the large transient buffers of Lance's reads come from the arenas and stay there: at 1M
