@@ -42,10 +42,7 @@ impl Digests {
     pub(super) fn get(&self, digest: u64) -> Option<&HeldId> {
         match self.since.get(&digest) {
             Some(changed) => changed.as_ref(),
-            None => {
-                let at = self.run.binary_search_by_key(&digest, |&(d, _)| d).ok()?;
-                Some(&self.run[at].1)
-            }
+            None => Some(&self.run[self.run_at(digest)?].1),
         }
     }
 
@@ -61,13 +58,18 @@ impl Digests {
 
     /// Digests held.
     pub(super) fn len(&self) -> usize {
-        let shadowed = self.since.keys().filter(|&&d| self.in_run(d)).count();
+        let shadowed = self
+            .since
+            .keys()
+            .filter(|&&d| self.run_at(d).is_some())
+            .count();
         let set = self.since.values().filter(|id| id.is_some()).count();
         self.run.len() - shadowed + set
     }
 
-    fn in_run(&self, digest: u64) -> bool {
-        self.run.binary_search_by_key(&digest, |&(d, _)| d).is_ok()
+    /// Where `digest` lies in the run.
+    fn run_at(&self, digest: u64) -> Option<usize> {
+        self.run.binary_search_by_key(&digest, |&(d, _)| d).ok()
     }
 
     fn fold_when_due(&mut self) {

@@ -2,9 +2,10 @@
 //! grow the store; it counts as an access of the stored one. Text said at another time or in
 //! another session is a new memory.
 //!
-//! Which texts are stored is kept in memory (loaded once at start, `digests.rs`), so the common
-//! case, a new text, costs no query. A hit is checked against the store before it is trusted, so an entry
-//! left behind by a forget or a merge is only ever a wasted lookup, never a wrong answer.
+//! Which texts are stored is kept in memory (loaded once at start, `digests.rs`), so the
+//! common case, a new text, costs no query. A hit is checked against the store before it is
+//! trusted, so an entry left behind by a forget or a merge is only ever a wasted lookup, never
+//! a wrong answer.
 //!
 //! Adds of the same key at the same moment take turns ([`KnownContent::claim`]): the first
 //! stores it, the others then find it stored.

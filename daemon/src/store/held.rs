@@ -456,11 +456,11 @@ impl Held {
 
     /// Holds `record`'s lineage as row `i`'s, where it is not its id.
     fn set_lineage(&mut self, i: usize, record: &MemoryRecord) {
-        let old = match record.lineage != record.id {
-            true => self
-                .lineages
-                .insert(i as u32, record.lineage.as_str().into()),
-            false => self.lineages.remove(&(i as u32)),
+        let old = if record.lineage != record.id {
+            let lineage = record.lineage.as_str().into();
+            self.lineages.insert(i as u32, lineage)
+        } else {
+            self.lineages.remove(&(i as u32))
         };
         let new = self.lineage(i).map_or(0, str::len);
         self.lineage_bytes = self.lineage_bytes - old.map_or(0, |l| l.len()) + new;
