@@ -112,6 +112,15 @@ fn tune_memory() {
             libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
         }
     }
+    // Lance reads up to 2 GiB ahead of a scan's consumer by default; the storage phase's
+    // compaction at 1M memories topped at 523 MB rather than 550 with 32 MiB, and searches
+    // at 100k kept their p95 (4.6 ms rather than 5.0–6.7). Lance reads the variable once,
+    // at its first scan; a user's own value wins.
+    const LANCE_IO_BUFFER: &str = "LANCE_DEFAULT_IO_BUFFER_SIZE";
+    if std::env::var_os(LANCE_IO_BUFFER).is_none() {
+        // Before any thread starts, so no other thread reads the environment meanwhile.
+        std::env::set_var(LANCE_IO_BUFFER, (32u64 << 20).to_string());
+    }
 }
 
 fn main() -> std::process::ExitCode {
