@@ -1,5 +1,5 @@
 //! Each current memory's key digest with its id, as the duplicate check keeps them: a run
-//! sorted by digest, read once at start (32 bytes a memory), and the changes since in a
+//! sorted by digest, read once at start (24 bytes a memory), and the changes since in a
 //! small map that shadows it, folded in once it passes an eighth of the run. A `HashMap`
 //! of every memory took 69 MB at 1M memories: it grows by doubling, to 2M slots of 33 bytes.
 
