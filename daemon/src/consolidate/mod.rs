@@ -470,7 +470,8 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
         ctx.store.drop_cached_pages().await;
         // A phase's code (and Lance's for its reads and writes) mostly runs in no other
         // phase, and the kernel maps code 64 KB around each page run: at 1M memories
-        // 99 MB of mnemod's code was resident through dedup.
+        // 90-104 MB of mnemod's code stayed resident through a first run; paged out after
+        // each phase, the storage phase topped with 40 MB of it.
         let bytes = crate::process::drop_code_pages();
         tracing::debug!("paged out mnemod's own code ({} MB mapped)", bytes >> 20);
         result?;
