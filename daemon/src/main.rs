@@ -67,16 +67,26 @@ impl RunArgs {
     }
 }
 
-fn init_logging(config: &Config) {
-    // LanceDB logs every file it writes at info; keep it to warnings unless asked for.
-    let quiet = ",lance=warn,lancedb=warn,lance_index=warn,lance_io=warn,lance_file=warn,lance_table=warn,datafusion=warn";
-    let directives = if config.log_level.contains('=') {
-        config.log_level.clone()
+/// LanceDB logs every file it writes at info; keep it to warnings unless asked for. Its vector
+/// index builder warns of each IVF partition a fold finds empty or past a delta's count, which
+/// a fold of a few hundred new rows does for most of them (37,853 lines loading 1M memories):
+/// both are expected and handled there, so only its errors show.
+const QUIET_DEPENDENCIES: &str = ",lance=warn,lancedb=warn,lance_index=warn,lance_io=warn,lance_file=warn,lance_table=warn,datafusion=warn,lance::index::vector::builder=error";
+
+/// The log filter for `--log-level`: a bare level quiets the dependencies; a value naming
+/// targets (`mnemo_daemon=debug,lance=info`) is taken whole.
+fn log_filter(log_level: &str) -> tracing_subscriber::EnvFilter {
+    let directives = if log_level.contains('=') {
+        log_level.to_string()
     } else {
-        format!("{}{quiet}", config.log_level)
+        format!("{log_level}{QUIET_DEPENDENCIES}")
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("info{quiet}")));
+    tracing_subscriber::EnvFilter::try_new(&directives)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("info{QUIET_DEPENDENCIES}")))
+}
+
+fn init_logging(config: &Config) {
+    let filter = log_filter(&config.log_level);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -176,5 +186,66 @@ fn main() -> std::process::ExitCode {
             eprintln!("mnemod: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// What a subscriber with `log_filter(level)` writes of four events: a warning from
+    /// Lance's vector index builder, from `lance::dataset` and from mnemod, info from `lance::io`.
+    fn logged(level: &str) -> String {
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(log_filter(level))
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "lance::index::vector::builder", "from lance::index::vector::builder");
+            tracing::warn!(target: "lance::dataset", "from lance::dataset");
+            tracing::info!(target: "lance::io", "from lance::io");
+            tracing::warn!("from mnemod");
+        });
+        let bytes = sink.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_bare_level_drops_the_vector_builders_partition_warnings_but_keeps_lances_others() {
+        let text = logged("info");
+        assert!(
+            !text.contains("from lance::index::vector::builder"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("from lance::io"),
+            "info from Lance is quiet: {text}"
+        );
+        assert!(text.contains("from lance::dataset"), "{text}");
+        assert!(text.contains("from mnemod"), "{text}");
+    }
+
+    #[test]
+    fn a_filter_naming_targets_is_taken_whole() {
+        let text = logged("info,lance=info");
+        assert!(text.contains("from lance::io"), "{text}");
+        assert!(
+            text.contains("from lance::index::vector::builder"),
+            "{text}"
+        );
     }
 }
