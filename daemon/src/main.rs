@@ -74,19 +74,26 @@ impl RunArgs {
 const QUIET_DEPENDENCIES: &str = ",lance=warn,lancedb=warn,lance_index=warn,lance_io=warn,lance_file=warn,lance_table=warn,datafusion=warn,lance::index::vector::builder=error";
 
 /// The log filter for `--log-level`: a bare level quiets the dependencies; a value naming
-/// targets (`mnemo_daemon=debug,lance=info`) is taken whole.
-fn log_filter(log_level: &str) -> tracing_subscriber::EnvFilter {
+/// targets (`mnemo_daemon=debug,lance=info`) is taken whole. Anything else is refused, since
+/// tracing would read an unknown word as a target to log and so log nothing else.
+fn log_filter(log_level: &str) -> Result<tracing_subscriber::EnvFilter, String> {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
     let directives = if log_level.contains('=') {
         log_level.to_string()
+    } else if LEVELS.contains(&log_level.trim().to_ascii_lowercase().as_str()) {
+        format!("{}{QUIET_DEPENDENCIES}", log_level.trim())
     } else {
-        format!("{log_level}{QUIET_DEPENDENCIES}")
+        return Err(format!(
+            "log level {log_level:?} is not one of {} nor a tracing filter naming targets \
+             (e.g. mnemo_daemon=debug,lance=info)",
+            LEVELS.join(", ")
+        ));
     };
     tracing_subscriber::EnvFilter::try_new(&directives)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("info{QUIET_DEPENDENCIES}")))
+        .map_err(|e| format!("log level {log_level:?} is not a tracing filter: {e}"))
 }
 
-fn init_logging(config: &Config) {
-    let filter = log_filter(&config.log_level);
+fn init_logging(config: &Config, filter: tracing_subscriber::EnvFilter) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -156,7 +163,14 @@ fn main() -> std::process::ExitCode {
         print!("{}", toml::to_string_pretty(&config).unwrap_or_default());
         return std::process::ExitCode::SUCCESS;
     }
-    init_logging(&config);
+    let filter = match log_filter(&config.log_level) {
+        Ok(filter) => filter,
+        Err(e) => {
+            eprintln!("mnemod: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    init_logging(&config, filter);
     // Before any thread exists: the environment may only change while single-threaded.
     let activation = mnemo_daemon::activation_fd();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -211,7 +225,7 @@ mod tests {
         let sink = Sink::default();
         let writer = sink.clone();
         let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(log_filter(level))
+            .with_env_filter(log_filter(level).unwrap())
             .with_writer(move || writer.clone())
             .finish();
         tracing::subscriber::with_default(subscriber, || {
@@ -237,6 +251,14 @@ mod tests {
         );
         assert!(text.contains("from lance::dataset"), "{text}");
         assert!(text.contains("from mnemod"), "{text}");
+    }
+
+    #[test]
+    fn a_word_that_is_no_level_is_refused_and_says_what_would_do() {
+        let e = log_filter("verbose").unwrap_err();
+        assert!(e.contains("\"verbose\"") && e.contains("debug"), "{e}");
+        assert!(log_filter("lance=loud").is_err());
+        assert!(log_filter("DEBUG").is_ok());
     }
 
     #[test]
