@@ -204,6 +204,11 @@ pub struct StoreConfig {
     /// memory, so a search ranks its candidates without reading their rows. Past it, and at
     /// 0, every search reads its candidates' ranking columns from the store.
     pub ranking_in_memory_max_rows: usize,
+    /// Rows one segment of the full-text index holds at most. A fold merges new rows into
+    /// the last segment, which Lance loads whole into memory to write it again: smaller
+    /// segments hold less during a load (at 1M memories one segment took ~200 MB), more of
+    /// them cost each text search a little.
+    pub text_index_segment_rows: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -320,6 +325,7 @@ impl Default for StoreConfig {
             vectors_in_memory_max_rows: 250_000,
             vector_signs: true,
             ranking_in_memory_max_rows: 2_000_000,
+            text_index_segment_rows: 262_144,
         }
     }
 }
@@ -481,6 +487,9 @@ impl Config {
         }
         if self.store.index_cache_mb < 8 || self.store.metadata_cache_mb < 8 {
             return bad("store.index_cache_mb and store.metadata_cache_mb must be at least 8");
+        }
+        if self.store.text_index_segment_rows < 1024 {
+            return bad("store.text_index_segment_rows must be at least 1024");
         }
         if self.store.purge_after_forget_secs > 3600 {
             return bad("store.purge_after_forget_secs must be at most 3600 (an hour)");

@@ -300,6 +300,8 @@ pub(super) struct Memories {
     /// Edges between memories join those held for the search's spread as they commit.
     pub held_edges: Arc<super::held_edges::HeldEdges>,
     pub embed_model: String,
+    /// Rows one full-text index segment holds at most (`store.text_index_segment_rows`).
+    pub text_segment_rows: u64,
 }
 
 /// The columns every search filters on (the namespace, the model, current versions) and the
@@ -681,7 +683,8 @@ async fn fold(memories: &Memories) -> Result<bool, StoreError> {
     if memories.ann_training.load(Ordering::Acquire) {
         return Ok(false);
     }
-    let folded = beside::fold_indexes(&memories.table, Fold::Segment).await?;
+    let folded =
+        beside::fold_indexes(&memories.table, Fold::Segment, memories.text_segment_rows).await?;
     memories.unfolded.store(0, Ordering::Relaxed);
     Ok(folded)
 }
@@ -822,7 +825,7 @@ async fn purge(memories: &Memories) -> Result<u64, StoreError> {
         .iter()
         .any(|i| i.columns.iter().any(|c| c == "vector"))
     {
-        beside::fold_indexes(table, Fold::Segment).await?;
+        beside::fold_indexes(table, Fold::Segment, memories.text_segment_rows).await?;
     }
     let stats = table.optimize(prune_every_old_version()).await?;
     Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))
