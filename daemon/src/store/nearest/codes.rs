@@ -31,6 +31,7 @@ use lookup::{key_hash, RowLookup};
 use planes::{plane_bytes, quantize, Planes};
 use scan::{scan, scan_query, Ask, SCANNED_PER_RESULT};
 use signs::signed_candidates;
+use tail::Wait;
 use words::Words;
 
 /// A row no longer held (closed by a new version): skipped by every scan.
@@ -579,11 +580,22 @@ impl Codes {
         let ahead = |k: usize| scored.get(k + PREFETCH_AHEAD).map(|&(_, i)| i as usize);
         let mut refined: Vec<(f32, u32)> = Vec::with_capacity(scored.len());
         let mut tail = Vec::new();
+        // Rows whose codes the kernel had no longer cached: their reads were sent for as
+        // they were met, and are waited for together after the rest (one at a time, 300
+        // reads a search of 1M memories waited for each miss in turn).
+        let mut pending = Vec::new();
         for (k, &(_, i)) in scored.iter().enumerate() {
             if let Some(next) = ahead(k) {
                 self.planes.prefetch(next);
             }
-            refined.push((self.cosine(i as usize, vector, length, &mut tail), i));
+            match self.cosine(i as usize, vector, length, &mut tail, Wait::No) {
+                Some(cosine) => refined.push((cosine, i)),
+                None => pending.push(i),
+            }
+        }
+        for i in pending {
+            let cosine = self.cosine(i as usize, vector, length, &mut tail, Wait::Yes);
+            refined.push((cosine.unwrap_or_default(), i));
         }
         refined.sort_by(|a, b| b.0.total_cmp(&a.0));
         refined.truncate(limit);
@@ -604,12 +616,21 @@ impl Codes {
     /// within ~0.0005 of the exact cosine, where the bytes alone are within ~0.005 (enough
     /// to find the candidates, not to rank them: the 10 nearest of 100k MiniLM memories
     /// ranked by the bytes were 0.948 those of exact search). `tail` holds the rest of its
-    /// codes as they are read (see [`Planes::product`]).
-    pub(super) fn cosine(&self, i: usize, query: &[f32], length: f32, tail: &mut Vec<u8>) -> f32 {
+    /// codes as they are read (see [`Planes::product`]); None where `wait` is [`Wait::No`]
+    /// and they are not in the kernel's cache.
+    fn cosine(
+        &self,
+        i: usize,
+        query: &[f32],
+        length: f32,
+        tail: &mut Vec<u8>,
+        wait: Wait,
+    ) -> Option<f32> {
         if length == 0.0 {
-            return 0.0;
+            return Some(0.0);
         }
-        self.planes.product(i, query, tail) * self.scales[i] / length
+        let product = self.planes.product_as(i, query, tail, wait)?;
+        Some(product * self.scales[i] / length)
     }
 
     /// Row `i`'s row id, if it was read with one.

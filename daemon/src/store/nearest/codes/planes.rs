@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::prefetch::prefetch;
 use super::signs::{sign_words, RowSigns};
-use super::tail::Tail;
+use super::tail::{Read, Tail, Wait};
 use crate::linalg::lane_sum;
 
 /// Appends `vector`'s codes to `out` and returns its scale: the product of two rows'
@@ -235,11 +235,20 @@ impl Planes {
     /// rounding left. Where its tail cannot be read (the file failed), from its top bits
     /// alone, each taken at the middle of its step (in signed planes, whose top bits lie in
     /// the tail, every component at the middle code). The tail is read into `tail`, which a
-    /// search's ranking reuses for each of its thousands of rows.
-    pub(super) fn product(&self, i: usize, query: &[f32], tail: &mut Vec<u8>) -> f32 {
+    /// search's ranking reuses for each of its thousands of rows. None where `wait` is
+    /// [`Wait::No`] and the tail is not in the kernel's cache (its read is then under way).
+    pub(super) fn product_as(
+        &self,
+        i: usize,
+        query: &[f32],
+        tail: &mut Vec<u8>,
+        wait: Wait,
+    ) -> Option<f32> {
         tail.resize(self.tail.width(), 0);
-        if !self.tail.read(i, tail) {
-            tail.fill(0x88);
+        match self.tail.read_as(i, tail, wait) {
+            Read::Done => {}
+            Read::Pending => return None,
+            Read::Failed => tail.fill(0x88),
         }
         let (highs, tail) = if self.signed {
             tail.split_at(self.width)
@@ -258,7 +267,14 @@ impl Planes {
             })
         };
         let (first, second) = query.split_at(self.width.min(query.len()));
-        part(first, 0) + part(second, 4)
+        Some(part(first, 0) + part(second, 4))
+    }
+
+    /// [`Planes::product_as`], waiting for the disk.
+    #[cfg(test)]
+    pub(super) fn product(&self, i: usize, query: &[f32], tail: &mut Vec<u8>) -> f32 {
+        self.product_as(i, query, tail, Wait::Yes)
+            .expect("a read that waits is never pending")
     }
 
     /// Asks the CPU to bring row `i`'s top bits into its caches (in signed planes they lie

@@ -110,25 +110,113 @@ impl Tail {
         }
     }
 
-    /// Row `i` into `out`; false where the file could not be read.
-    pub(super) fn read(&self, i: usize, out: &mut [u8]) -> bool {
+    /// Row `i` into `out`, with `wait` saying whether for the disk.
+    pub(super) fn read_as(&self, i: usize, out: &mut [u8], wait: Wait) -> Read {
         if i >= self.written {
             let at = (i - self.written) * self.width;
             out.copy_from_slice(&self.pending[at..at + self.width]);
-            return true;
+            return Read::Done;
         }
-        match &self.file {
-            Some(file) => read_at(file, out, (i * self.width) as u64).is_ok(),
-            None => false,
+        let Some(file) = &self.file else {
+            return Read::Failed;
+        };
+        let at = (i * self.width) as u64;
+        let read = match wait {
+            Wait::Yes => read_at(file, out, at).map(|()| true),
+            Wait::No => read_cached_at(file, out, at),
+        };
+        match read {
+            Ok(true) => Read::Done,
+            Ok(false) => Read::Pending,
+            Err(_) => Read::Failed,
         }
     }
+}
+
+/// Whether a read of a row may wait for the disk.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(super) enum Wait {
+    Yes,
+    /// Only the bytes in the kernel's cache are read; the rest is sent for and left.
+    No,
+}
+
+/// What a read of a row gave.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(super) enum Read {
+    Done,
+    /// Not in the kernel's cache: its read from disk is under way (a read that waits finds
+    /// it sooner).
+    Pending,
+    /// The file could not be read.
+    Failed,
 }
 
 /// A file with no name in `dir` (O_TMPFILE on Linux; elsewhere made and unlinked at once),
 /// so nothing is left behind after a crash. None where there are no positioned reads.
 #[cfg(unix)]
 fn file_in(dir: &Path) -> Option<std::io::Result<File>> {
-    Some(tempfile::tempfile_in(dir))
+    Some(tempfile::tempfile_in(dir).inspect(read_at_random))
+}
+
+/// Tells the kernel the file is read a row at a time, anywhere: its read-ahead around each
+/// page not cached (32 pages and more) would read what no search asks for, and a search
+/// would wait for it. At 1M MiniLM memories the file is 576 MB, and a kernel that reclaims
+/// pages left unread (as it may while memory is plenty) keeps only part of it.
+#[cfg(target_os = "linux")]
+fn read_at_random(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an advice on an open descriptor; it changes no memory of ours.
+    let advised = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    if advised != 0 {
+        tracing::debug!("the codes' file takes no advice on its reads: error {advised}");
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn read_at_random(_: &File) {}
+
+/// `out` from `at` if the kernel holds those bytes in its cache (true); false if not, where
+/// Linux has then sent for the pages it lacks without waiting for them, so reads that wait
+/// for several rows after find them all on their way at once rather than one after another.
+#[cfg(target_os = "linux")]
+fn read_cached_at(file: &File, out: &mut [u8], at: u64) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let buffer = libc::iovec {
+        iov_base: out.as_mut_ptr().cast(),
+        iov_len: out.len(),
+    };
+    // SAFETY: the one buffer is `out`, writable for its length, for the call's duration.
+    let read = unsafe {
+        libc::preadv2(
+            file.as_raw_fd(),
+            &buffer,
+            1,
+            at as libc::off_t,
+            libc::RWF_NOWAIT,
+        )
+    };
+    match read {
+        n if n >= 0 => Ok(n as usize == out.len()),
+        _ => match std::io::Error::last_os_error() {
+            e if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            // A kernel or file system without positioned reads that need not wait (before
+            // Linux 4.14, or one that refuses the flag) is read as it is anywhere else.
+            e if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL)
+            ) =>
+            {
+                read_at(file, out, at).map(|()| true)
+            }
+            e => Err(e),
+        },
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn read_cached_at(file: &File, out: &mut [u8], at: u64) -> std::io::Result<bool> {
+    read_at(file, out, at).map(|()| true)
 }
 
 #[cfg(not(unix))]
@@ -154,4 +242,77 @@ fn write_at(_: &File, _: &[u8], _: u64) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn read_at(_: &File, _: &mut [u8], _: u64) -> std::io::Result<()> {
     Err(std::io::Error::other("no positioned reads here"))
+}
+
+#[cfg(not(unix))]
+fn read_cached_at(_: &File, _: &mut [u8], _: u64) -> std::io::Result<bool> {
+    Err(std::io::Error::other("no positioned reads here"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tail of `rows` rows of `width` bytes, each row's bytes its index and place.
+    fn filled(dir: &Path, rows: usize, width: usize) -> Tail {
+        let mut tail = Tail::new(width).writing_to(dir);
+        for i in 0..rows {
+            let row: Vec<u8> = (0..width).map(|b| (i * 7 + b) as u8).collect();
+            tail.push(&row);
+        }
+        tail
+    }
+
+    fn row_of(tail: &Tail, i: usize, wait: Wait) -> (Read, Vec<u8>) {
+        let mut out = vec![0; tail.width()];
+        (tail.read_as(i, &mut out, wait), out)
+    }
+
+    #[test]
+    fn rows_read_back_from_the_file_and_from_memory_whether_or_not_they_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let (rows, width) = (5000, 576);
+        let tail = filled(dir.path(), rows, width);
+        assert!(tail.in_file() && tail.written > 0 && tail.written < rows);
+        for i in [0, 1, tail.written - 1, tail.written, rows - 1] {
+            let expected: Vec<u8> = (0..width).map(|b| (i * 7 + b) as u8).collect();
+            assert_eq!(
+                row_of(&tail, i, Wait::Yes),
+                (Read::Done, expected.clone()),
+                "{i}"
+            );
+            // Just written, the file's pages are in the kernel's cache.
+            assert_eq!(row_of(&tail, i, Wait::No), (Read::Done, expected), "{i}");
+        }
+    }
+
+    /// The pages a read that does not wait misses are sent for, and a read that waits
+    /// finds the row.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_row_the_kernel_no_longer_caches_is_pending_then_read() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let (rows, width) = (5000, 576);
+        let tail = filled(dir.path(), rows, width);
+        let file = tail.file.as_ref().unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: advice on an open descriptor: its clean pages leave the cache.
+        let dropped =
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(dropped, 0);
+        let in_memory_fs = {
+            // SAFETY: statfs of an open descriptor into a zeroed struct it fills.
+            let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+            assert_eq!(unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) }, 0);
+            stat.f_type == libc::TMPFS_MAGIC
+        };
+        let i = tail.written / 2;
+        let expected: Vec<u8> = (0..width).map(|b| (i * 7 + b) as u8).collect();
+        let (first, _) = row_of(&tail, i, Wait::No);
+        if !in_memory_fs {
+            assert_eq!(first, Read::Pending);
+        }
+        assert_eq!(row_of(&tail, i, Wait::Yes), (Read::Done, expected));
+    }
 }
