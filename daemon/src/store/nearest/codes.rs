@@ -498,11 +498,7 @@ impl Codes {
         let Some(space) = self.space_asked(namespace) else {
             return Some(Vec::new());
         };
-        let admit = |r: u32| {
-            let of = self.space_of[r as usize];
-            of != RETIRED && space.is_none_or(|s| s == of)
-        };
-        Some(words.best(terms, limit, admit))
+        Some(words.best(terms, limit, |r| scan::asked(self, space, r as usize)))
     }
 
     /// The `limit` rows nearest `vector` by approximate cosine, nearest first, among those of

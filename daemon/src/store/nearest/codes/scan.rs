@@ -246,13 +246,18 @@ pub(super) fn best_rows<'a, T: 'a>(
 ) -> Vec<(f32, u32)> {
     let mut best = Best::new(limit);
     for (i, row) in (first..).zip(rows) {
-        let row_space = codes.space_of[i];
-        if row_space == RETIRED || space.is_some_and(|s| row_space != s) {
-            continue;
+        if asked(codes, space, i) {
+            best.offer(score(i, row), i as u32);
         }
-        best.offer(score(i, row), i as u32);
     }
     best.into_rows()
+}
+
+/// Whether row `i` is held and of namespace `space` (all when None).
+#[inline(always)]
+pub(super) fn asked(codes: &Codes, space: Option<u32>, i: usize) -> bool {
+    let row_space = codes.space_of[i];
+    row_space != RETIRED && space.is_none_or(|s| row_space == s)
 }
 
 /// The product of a row's top bits (`bytes`, see [`Codes`]) with the query's two halves. A

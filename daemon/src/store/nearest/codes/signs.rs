@@ -368,8 +368,7 @@ impl QueryPlanes {
 /// left in eight lanes, the eight rows' lanes are summed together ([`sums_of_eight`]), and
 /// their scores are made and held against the floor of the rows kept in one vector each;
 /// only a row past it is looked at alone (its namespace). A row at a time, the sum of its
-/// lanes and its score's arithmetic took half the scan's time (1M rows: ~14 ms a search on
-/// a 2-core Xeon). Compiled for AVX-512 whole, so the weighing is inlined in the loop.
+/// lanes and its score's arithmetic took about half the loop's time (`perf annotate`). Compiled for AVX-512 whole, so the weighing is inlined in the loop.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
 fn best_by_signs_avx512(
@@ -409,32 +408,19 @@ fn best_by_signs_avx512(
         // SAFETY: `scores` holds eight f32s.
         unsafe { _mm256_storeu_ps(scores.as_mut_ptr(), _mm256_mul_ps(products, row_scales)) };
         for (r, score) in scores.into_iter().enumerate() {
-            if score > best.floor() {
-                offer_in(codes, space, &mut best, score, first + r);
+            if score > best.floor() && super::scan::asked(codes, space, first + r) {
+                best.offer(score, (first + r) as u32);
             }
         }
     }
     let rest = range.start + 8 * blocks..range.end;
     for (i, &scale) in rest.clone().zip(&scales[rest]) {
-        let (weighed, set) = planes.counts(row(signs, i, words));
-        offer_in(
-            codes,
-            space,
-            &mut best,
-            query.product(weighed, set) * scale,
-            i,
-        );
+        if super::scan::asked(codes, space, i) {
+            let (weighed, set) = planes.counts(row(signs, i, words));
+            best.offer(query.product(weighed, set) * scale, i as u32);
+        }
     }
     best.into_rows()
-}
-
-/// Offers row `i` to `best` if it is held and of `space` (all when None).
-#[inline(always)]
-fn offer_in(codes: &Codes, space: Option<u32>, best: &mut super::scan::Best, score: f32, i: usize) {
-    let row_space = codes.space_of[i];
-    if row_space != super::RETIRED && space.is_none_or(|s| row_space == s) {
-        best.offer(score, i as u32);
-    }
 }
 
 /// The sums of eight vectors' lanes: lane `r` of the answer is the sum of vector `r`'s
