@@ -321,34 +321,13 @@ impl QueryPlanes {
         unsafe { _mm512_maskz_loadu_epi64(mask, row.as_ptr().add(8 * c).cast()) }
     }
 
-    /// `4 weighed - 30 set` of `row` (see [`SignQuery::counts`]) in eight lanes, whose
-    /// sum and the query's constant give `twice` of [`SignQuery::product`].
+    /// The weighed sum and the count of `row`'s set bits (see [`SignQuery::counts`]), each
+    /// in eight lanes.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    fn lanes(&self, row: &[u64]) -> std::arch::x86_64::__m512i {
+    fn weigh(&self, row: &[u64]) -> (std::arch::x86_64::__m512i, std::arch::x86_64::__m512i) {
         use std::arch::x86_64::*;
-        let mut lanes = _mm512_setzero_si512();
-        for (c, plane) in self.chunks.iter().enumerate() {
-            let b = Self::load(row, c, self.words);
-            let set = _mm512_popcnt_epi64(b);
-            let bit = |k: usize| _mm512_popcnt_epi64(_mm512_and_si512(b, plane[k]));
-            let low = _mm512_add_epi64(bit(0), _mm512_slli_epi64::<1>(bit(1)));
-            let high = _mm512_add_epi64(bit(2), _mm512_slli_epi64::<1>(bit(3)));
-            let weighed = _mm512_add_epi64(low, _mm512_slli_epi64::<2>(high));
-            // 4 weighed - 32 set + 2 set.
-            let four = _mm512_slli_epi64::<2>(weighed);
-            let thirty = _mm512_sub_epi64(_mm512_slli_epi64::<5>(set), _mm512_slli_epi64::<1>(set));
-            lanes = _mm512_add_epi64(lanes, _mm512_sub_epi64(four, thirty));
-        }
-        lanes
-    }
-
-    /// [`SignQuery::counts`] of `row`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    fn counts(&self, row: &[u64]) -> (i64, i64) {
-        use std::arch::x86_64::*;
-        let (mut set, mut weighed) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        let (mut weighed, mut set) = (_mm512_setzero_si512(), _mm512_setzero_si512());
         for (c, plane) in self.chunks.iter().enumerate() {
             let b = Self::load(row, c, self.words);
             set = _mm512_add_epi64(set, _mm512_popcnt_epi64(b));
@@ -358,6 +337,28 @@ impl QueryPlanes {
             weighed =
                 _mm512_add_epi64(weighed, _mm512_add_epi64(low, _mm512_slli_epi64::<2>(high)));
         }
+        (weighed, set)
+    }
+
+    /// `4 weighed - 30 set` of `row` in eight lanes, whose sum and the query's constant
+    /// give `twice` of [`SignQuery::product`].
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn lanes(&self, row: &[u64]) -> std::arch::x86_64::__m512i {
+        use std::arch::x86_64::*;
+        let (weighed, set) = self.weigh(row);
+        // 4 weighed - 32 set + 2 set.
+        let four = _mm512_slli_epi64::<2>(weighed);
+        let thirty = _mm512_sub_epi64(_mm512_slli_epi64::<5>(set), _mm512_slli_epi64::<1>(set));
+        _mm512_sub_epi64(four, thirty)
+    }
+
+    /// [`SignQuery::counts`] of `row`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn counts(&self, row: &[u64]) -> (i64, i64) {
+        use std::arch::x86_64::*;
+        let (weighed, set) = self.weigh(row);
         // One reduction for both: the weighed sum (at most 15 a bit) fits in 32 bits.
         let both = _mm512_reduce_add_epi64(_mm512_add_epi64(weighed, _mm512_slli_epi64::<32>(set)));
         (both & 0xffff_ffff, both >> 32)
