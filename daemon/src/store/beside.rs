@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use lance::dataset::index::DatasetIndexRemapperOptions;
+use lance::dataset::optimize::remapping::{IgnoreRemap, IndexRemapperOptions};
 use lance::dataset::optimize::{commit_compaction, plan_compaction, RewriteResult};
 use lance::index::optimize::{commit_optimize_indices, plan_optimize_indices};
 use lance::index::DatasetIndexExt;
@@ -192,6 +193,18 @@ pub(super) enum Merged {
     Any,
 }
 
+/// What a compaction's commit does with the indexes' rows of the fragments it merges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IndexRows {
+    /// Moved to where the rows went: the commit rewrites every index segment covering a
+    /// merged fragment (seconds at 1M memories).
+    Moved,
+    /// Left where they were: the indexes cover the merged fragments no more (their rows
+    /// are searched one by one until a fold), and their segments hold the old rows until
+    /// a scrub (`scrub.rs`). The commit takes a commit's time.
+    Left,
+}
+
 /// `table`'s fragments under [`FRAGMENT_ROWS`] rows: how many no index covers, and how
 /// many one does.
 pub(super) async fn small_fragments(table: &Table) -> Result<(usize, usize), StoreError> {
@@ -232,6 +245,7 @@ pub(super) async fn rewrite(
     table: &Table,
     options: CompactionOptions,
     which: Merged,
+    index_rows: IndexRows,
     moved: impl FnOnce(Vec<Moved>) + Send + 'static,
 ) -> Result<Option<InTurn>, StoreError> {
     let dataset = latest(table).await?;
@@ -255,7 +269,10 @@ pub(super) async fn rewrite(
     let table = table.clone();
     Ok(Some(Box::pin(async move {
         let mut dataset = dataset;
-        let remap = Arc::new(DatasetIndexRemapperOptions::default());
+        let remap: Arc<dyn IndexRemapperOptions> = match index_rows {
+            IndexRows::Moved => Arc::new(DatasetIndexRemapperOptions::default()),
+            IndexRows::Left => Arc::new(IgnoreRemap {}),
+        };
         let metrics = commit_compaction(&mut dataset, results, remap, &options).await?;
         let written: HashMap<&str, &Fragment> = dataset
             .fragments()
@@ -344,7 +361,7 @@ impl Moved {
 }
 
 /// `table`'s dataset at its latest version, to change.
-async fn latest(table: &Table) -> Result<lance::Dataset, StoreError> {
+pub(super) async fn latest(table: &Table) -> Result<lance::Dataset, StoreError> {
     Ok((*snapshot(table).await?).clone())
 }
 
@@ -355,7 +372,7 @@ pub(super) async fn snapshot(table: &Table) -> Result<Arc<lance::Dataset>, Store
 }
 
 /// Shows `table`'s handle `dataset`, just committed (kept only if it is the newest).
-fn show(table: &Table, dataset: lance::Dataset) -> Result<(), StoreError> {
+pub(super) fn show(table: &Table, dataset: lance::Dataset) -> Result<(), StoreError> {
     no_local_dataset(table, table.dataset())?.update(dataset);
     Ok(())
 }

@@ -11,16 +11,16 @@ use std::time::Duration;
 
 use lancedb::index::vector::IvfSqIndexBuilder;
 use lancedb::index::{Index, IndexType};
-use lancedb::table::{Duration as Age, OptimizeAction, OptimizeStats};
+use lancedb::table::{CompactionOptions, Duration as Age, OptimizeAction, OptimizeStats};
 use lancedb::Table;
 
 use mnemo_protocol::daemon::IndexStatus;
 
-use super::{writer, Store, StoreError, WriteOp};
+use super::{Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 
-use super::beside::{self, Fold, InTurn, Merged};
+use super::beside::{self, Fold, InTurn, IndexRows, Merged};
 use super::versions::{VersionBound, WithinBound};
 use super::writer::{FOLD_AFTER_ROWS, SCALAR_INDEXES};
 
@@ -98,6 +98,9 @@ impl IndexState {
         }
     }
 }
+
+/// Held by whoever rewrites a table's files (`Store::rewrites`).
+pub(super) type Rewriting<'a> = tokio::sync::MutexGuard<'a, ()>;
 
 /// Tries of a fold or a compaction whose commit writes voided, before the writer does the
 /// whole of it in its turn.
@@ -282,13 +285,8 @@ impl Store {
         if self.compact_merging(memories, Merged::Unindexed).await? > 0 {
             done.push("compacted small fragments");
         }
-        let text_rows = self.config.text_index_segment_rows as u64;
-        let prepare = || beside::build_fold(memories, how, text_rows);
-        let whole = self.writer.submit(WriteOp::FoldIndexes);
-        let folded = self
-            .beside_then_in_turn("committing a fold", memories, prepare, whole)
-            .await?;
-        if folded > 0 {
+        let rewriting = self.rewrites.lock().await;
+        if self.fold_holding(&rewriting, memories, how).await? > 0 {
             self.drop_replaced_file_pages().await;
             done.push("folded new rows into indexes");
         }
@@ -323,8 +321,9 @@ impl Store {
     /// (`beside.rs`). One a write voided (it changed a row the compaction moved) is prepared
     /// again; after [`TRIES`], `whole_in_turn` does all of it in the writer's turn, where no
     /// write can. Returns what the commit returns.
-    async fn beside_then_in_turn<F, Fut>(
+    pub(super) async fn beside_then_in_turn<F, Fut>(
         &self,
+        _rewriting: &Rewriting<'_>,
         what: &'static str,
         table: &Table,
         prepare: F,
@@ -334,7 +333,6 @@ impl Store {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<Option<InTurn>, StoreError>>,
     {
-        let _rewriting = self.rewrites.lock().await;
         for _ in 0..TRIES {
             let Some(commit) = prepare().await? else {
                 return Ok(0);
@@ -349,18 +347,26 @@ impl Store {
         whole_in_turn.await
     }
 
-    /// Folds new rows of a bookkeeping table into its indexes as the memories' are folded:
-    /// the edges' three B-trees held every write for 0.36–0.44 s at ~500k edges when the
-    /// writer ran the whole fold.
-    async fn fold_bookkeeping(&self, table: &Table) -> Result<u64, StoreError> {
+    /// Folds new rows of `table` into its indexes as `how` says, beside the writer; a
+    /// bookkeeping table's too: the edges' three B-trees held every write for 0.36–0.44 s
+    /// at ~500k edges when the writer ran the whole fold. Returns what the commit returns.
+    pub(super) async fn fold_holding(
+        &self,
+        rewriting: &Rewriting<'_>,
+        table: &Table,
+        how: Fold,
+    ) -> Result<u64, StoreError> {
         let text_rows = self.config.text_index_segment_rows as u64;
-        let prepare = || beside::build_fold(table, Fold::Segment, text_rows);
+        let prepare = || beside::build_fold(table, how, text_rows);
         let whole = async {
+            if table.name() == super::MEMORIES {
+                return self.writer.submit(WriteOp::FoldIndexes).await;
+            }
             let fold = OptimizeAction::Index(Default::default());
             self.writer.optimize(table.clone(), fold).await?;
             Ok(1)
         };
-        self.beside_then_in_turn("committing a fold", table, prepare, whole)
+        self.beside_then_in_turn(rewriting, "committing a fold", table, prepare, whole)
             .await
     }
 
@@ -375,6 +381,24 @@ impl Store {
 
     /// [`Store::compact`] of the `which` of `table`'s fragments.
     async fn compact_merging(&self, table: &Table, which: Merged) -> Result<u64, StoreError> {
+        let rewriting = self.rewrites.lock().await;
+        let options = beside::small_fragments_merged();
+        self.rewrite_holding(&rewriting, table, &options, which, IndexRows::Moved)
+            .await
+    }
+
+    /// Writes the `which` of `table`'s fragments that a compaction with `options` merges
+    /// beside the writer, and commits them in its turn, the indexes' rows as `index_rows`
+    /// says (when writes voided every try, the writer compacts in its turn, moving them).
+    /// Returns the fragments merged away.
+    pub(super) async fn rewrite_holding(
+        &self,
+        rewriting: &Rewriting<'_>,
+        table: &Table,
+        options: &CompactionOptions,
+        which: Merged,
+        index_rows: IndexRows,
+    ) -> Result<u64, StoreError> {
         // The codes hold the memories' rows where the compaction moved them.
         let nearest = (table.name() == super::MEMORIES).then(|| self.nearest.clone());
         let prepare = || {
@@ -384,18 +408,18 @@ impl Store {
                     nearest.moved(moves);
                 }
             };
-            beside::rewrite(table, beside::small_fragments_merged(), which, moved)
+            beside::rewrite(table, options.clone(), which, index_rows, moved)
         };
         let whole = async {
             let compact = OptimizeAction::Compact {
-                options: beside::small_fragments_merged(),
+                options: options.clone(),
                 remap_options: None,
             };
             let stats = self.writer.optimize(table.clone(), compact).await?;
             Ok(stats.compaction.map_or(0, |c| c.fragments_removed as u64))
         };
         let merged = self
-            .beside_then_in_turn("committing a compaction", table, prepare, whole)
+            .beside_then_in_turn(rewriting, "committing a compaction", table, prepare, whole)
             .await?;
         // Only the memories' files weigh in the caches: emptying them for a bookkeeping
         // table (compacted every few minutes while busy) made each search read the ANN
@@ -412,7 +436,17 @@ impl Store {
     /// store's memories held every write for 2.4 s. It waits for a purge, a compaction or
     /// an ANN build under way (the rewrite lock), so two never delete files at once.
     pub async fn prune(&self, table: &Table, age: Duration) -> Result<OptimizeStats, StoreError> {
-        let _rewriting = self.rewrites.lock().await;
+        let rewriting = self.rewrites.lock().await;
+        self.prune_holding(&rewriting, table, age).await
+    }
+
+    /// [`Store::prune`] by whoever holds the rewrite lock.
+    pub(super) async fn prune_holding(
+        &self,
+        _rewriting: &Rewriting<'_>,
+        table: &Table,
+        age: Duration,
+    ) -> Result<OptimizeStats, StoreError> {
         let action = OptimizeAction::Prune {
             older_than: Some(Age::from_std(age).unwrap_or(Age::MAX)),
             delete_unverified: Some(false),
@@ -447,7 +481,8 @@ impl Store {
                 done.push("compacted bookkeeping tables");
             }
             if unindexed_rows(table).await? >= FOLD_EACH_PASS_AFTER_ROWS {
-                self.fold_bookkeeping(table).await?;
+                let rewriting = self.rewrites.lock().await;
+                self.fold_holding(&rewriting, table, Fold::Segment).await?;
                 done.push("folded new rows into the edge indexes");
             }
             if let Some(age) = prune_older_than {
@@ -460,27 +495,6 @@ impl Store {
         }
         done.dedup();
         Ok(done)
-    }
-
-    /// Removes forgotten content from old versions and index files now: the memories', the
-    /// edges' and the entities' (a forgotten memory's edges and entities name what it
-    /// mentioned).
-    pub async fn purge(&self) -> Result<u64, StoreError> {
-        let _rewriting = self.rewrites.lock().await;
-        let mut versions = self.writer.submit(WriteOp::Purge).await?;
-        let writer = &self.writer;
-        for table in [self.edges.table(), self.entities.table()] {
-            writer
-                .optimize(table.clone(), writer::rewrite_without_deleted())
-                .await?;
-            // Runs in the writer's turn, so unverified files may go too.
-            let pruned = writer
-                .optimize(table.clone(), writer::prune_every_old_version())
-                .await?;
-            versions += pruned.prune.map(|p| p.old_versions).unwrap_or(0);
-        }
-        self.drop_replaced_file_pages().await;
-        Ok(versions)
     }
 }
 
@@ -846,7 +860,7 @@ pub(super) mod tests {
 
     /// Writes made while a rewrite runs beside the writer: `rows` in commits of 10, each
     /// followed by an update (strength 0.5) of the next of `updated`.
-    async fn write_meanwhile(store: &Store, rows: &[MemoryRecord], updated: &[String]) {
+    pub async fn write_meanwhile(store: &Store, rows: &[MemoryRecord], updated: &[String]) {
         for (chunk, id) in rows.chunks(10).zip(updated) {
             store
                 .writer()

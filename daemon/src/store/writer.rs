@@ -13,12 +13,12 @@ use lancedb::arrow::arrow_array::{Array, RecordBatch, RecordBatchIterator, Strin
 use lancedb::arrow::arrow_schema::SchemaRef;
 use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase};
-use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeStats};
+use lancedb::table::{OptimizeAction, OptimizeStats};
 use lancedb::Table;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::beside::{self, Fold, InTurn, FRAGMENT_ROWS};
+use super::beside::{self, Fold, InTurn};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows, unfolded_accesses};
@@ -57,9 +57,6 @@ pub enum WriteOp {
     BuildTextIndex,
     /// Builds the scalar indexes of the memories that are missing (fast: a column each).
     BuildScalarIndexes,
-    /// Makes forgotten content unreadable: rewrites fragments that hold deleted rows,
-    /// rebuilds the full-text index, and prunes every older version and unreferenced file.
-    Purge,
     /// Sets `columns` (name, expression over the old row) where `predicate` holds; answers
     /// the number of rows updated. Bookkeeping only: content changes are versions.
     Update {
@@ -94,7 +91,6 @@ impl WriteOp {
             WriteOp::FoldIndexes => "folding into indexes",
             WriteOp::BuildTextIndex => "building the full-text index",
             WriteOp::BuildScalarIndexes => "building scalar indexes",
-            WriteOp::Purge => "purging forgotten content",
             WriteOp::Update { .. } => "updating memories",
             WriteOp::Append { .. } => "appending",
             WriteOp::Merge { .. } => "merging rows",
@@ -115,8 +111,7 @@ impl WriteOp {
             | WriteOp::FoldIndexes
             | WriteOp::BuildTextIndex
             | WriteOp::BuildScalarIndexes
-            | WriteOp::Seal { .. }
-            | WriteOp::Purge => 1,
+            | WriteOp::Seal { .. } => 1,
         }
     }
     fn table_name(&self) -> Option<&str> {
@@ -733,7 +728,6 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
             Ok(0)
         }
         WriteOp::BuildScalarIndexes => build_scalar_indexes(memories).await,
-        WriteOp::Purge => purge(memories).await,
         WriteOp::Seal { finish } => seal_rows(memories, finish).await,
         WriteOp::Patch { batch, only_if } => {
             let schema = batch.schema();
@@ -808,50 +802,6 @@ async fn supersede(
     hold(memories, &rows);
     memories.counts.superseded(&rows[0], &rows[1]);
     Ok(2)
-}
-
-/// What a forget leaves behind, removed: fragments holding deleted rows are rewritten
-/// without them, the full-text index (which holds their words) is rebuilt, and every older
-/// version with the files only it used is deleted. Unverified files can be deleted too,
-/// because no other commit can be under way: this is the writer.
-async fn purge(memories: &Memories) -> Result<u64, StoreError> {
-    let table = &memories.table;
-    table.optimize(rewrite_without_deleted()).await?;
-    if memories.fts_ready.load(Ordering::Acquire) {
-        build_text_index(memories).await?;
-    }
-    let indexed = table.list_indices().await?;
-    if indexed
-        .iter()
-        .any(|i| i.columns.iter().any(|c| c == "vector"))
-    {
-        beside::fold_indexes(table, Fold::Segment, memories.text_segment_rows).await?;
-    }
-    let stats = table.optimize(prune_every_old_version()).await?;
-    Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))
-}
-
-/// Compaction that rewrites every fragment holding deleted rows without them.
-pub(super) fn rewrite_without_deleted() -> OptimizeAction {
-    OptimizeAction::Compact {
-        options: CompactionOptions {
-            target_rows_per_fragment: FRAGMENT_ROWS,
-            materialize_deletions: true,
-            materialize_deletions_threshold: 0.0,
-            ..Default::default()
-        },
-        remap_options: None,
-    }
-}
-
-/// Deletes every version but the current one, and unverified files too: only safe in the
-/// writer's turn, when no other commit can be under way.
-pub(super) fn prune_every_old_version() -> OptimizeAction {
-    OptimizeAction::Prune {
-        older_than: Some(lancedb::table::Duration::zero()),
-        delete_unverified: Some(true),
-        error_if_tagged_old_versions: Some(false),
-    }
 }
 
 async fn append_batches(table: &Table, batches: Vec<RecordBatch>) -> Result<(), StoreError> {

@@ -766,7 +766,14 @@ pub(super) mod tests {
 
         // A compaction moves every row: each is held at its new row id.
         let before = sorted(&store).await;
-        writer.submit(WriteOp::Purge).await.unwrap();
+        let compact = lancedb::table::OptimizeAction::Compact {
+            options: crate::store::purge::without_deleted(),
+            remap_options: None,
+        };
+        writer
+            .optimize(store.memories.clone(), compact)
+            .await
+            .unwrap();
         let after = sorted(&store).await;
         assert_ne!(before, after, "the compaction moved rows");
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
