@@ -953,18 +953,16 @@ pub(super) mod tests {
         assert_all_found(&store, &all, "after a whole fold").await;
     }
 
-    /// The full-text index grows in segments of at most `store.text_index_segment_rows`
-    /// rows: a fold merges new rows into the last segment while it has room and starts
-    /// another after, a whole fold leaves the full ones alone, and a search through Lance's
-    /// index finds rows of every segment.
-    #[tokio::test]
-    async fn the_full_text_index_grows_in_segments_of_bounded_rows() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A store of 300 memories whose full-text index holds segments of at most 100 rows,
+    /// folded after each of 10 commits of 30 (one fragment each).
+    pub async fn segmented_store(
+        dir: &std::path::Path,
+    ) -> (Vec<MemoryRecord>, std::sync::Arc<Store>) {
         let config = crate::config::StoreConfig {
             text_index_segment_rows: 100,
             ..Default::default()
         };
-        let store = Store::open(dir.path(), 4, "test", &config, &Default::default())
+        let store = Store::open(dir, 4, "test", &config, &Default::default())
             .await
             .unwrap();
         let rows: Vec<MemoryRecord> = (0..300).map(memory).collect();
@@ -976,6 +974,17 @@ pub(super) mod tests {
                 .unwrap();
             store.maintain_indexes(1).await.unwrap();
         }
+        (rows, store)
+    }
+
+    /// The full-text index grows in segments of at most `store.text_index_segment_rows`
+    /// rows: a fold merges new rows into the last segment while it has room and starts
+    /// another after, a whole fold leaves the full ones alone, and a search through Lance's
+    /// index finds rows of every segment.
+    #[tokio::test]
+    async fn the_full_text_index_grows_in_segments_of_bounded_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, store) = segmented_store(dir.path()).await;
         let segments = || async {
             let dataset = super::beside::snapshot(&store.memories).await.unwrap();
             let indices = lance::index::DatasetIndexExt::load_indices(dataset.as_ref())

@@ -120,9 +120,9 @@ fn prune_every_old_version() -> OptimizeAction {
 #[cfg(test)]
 mod tests {
     use super::super::maintenance::tests::{
-        assert_all_found, files_holding, memory, write_meanwhile,
+        assert_all_found, files_holding, memory, segmented_store, write_meanwhile,
     };
-    use super::super::{col, MemoryRecord, Pred, Store, WriteOp};
+    use super::super::{col, MemoryRecord, Pred, WriteOp};
 
     /// A forget in a store whose full-text index has several segments (full ones, which no
     /// fold writes again): what it deleted leaves every file, every other memory is still
@@ -130,22 +130,7 @@ mod tests {
     #[tokio::test]
     async fn a_purge_takes_what_was_forgotten_out_of_every_segment_and_lets_writes_go_on() {
         let dir = tempfile::tempdir().unwrap();
-        let config = crate::config::StoreConfig {
-            text_index_segment_rows: 100,
-            ..Default::default()
-        };
-        let store = Store::open(dir.path(), 4, "test", &config, &Default::default())
-            .await
-            .unwrap();
-        let mut all: Vec<MemoryRecord> = (0..300).map(memory).collect();
-        for batch in all.chunks(30) {
-            store
-                .writer()
-                .submit(WriteOp::Insert(batch.to_vec()))
-                .await
-                .unwrap();
-            store.maintain_indexes(1).await.unwrap();
-        }
+        let (mut all, store) = segmented_store(dir.path()).await;
         let forgotten = ["m5", "m150", "m299"];
         for id in forgotten {
             let token = format!("tok{}x", &id[1..]);

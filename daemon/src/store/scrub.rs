@@ -121,8 +121,8 @@ mod tests {
     use std::collections::BTreeSet;
     use std::time::Duration;
 
-    use super::super::maintenance::tests::{assert_all_found, files_holding, memory};
-    use super::super::{beside, col, MemoryRecord, Store, WriteOp};
+    use super::super::maintenance::tests::{assert_all_found, files_holding, segmented_store};
+    use super::super::{beside, col, Store, WriteOp};
 
     /// The full-text segments of `store`'s memories, by id.
     async fn text_segments(store: &Store) -> BTreeSet<uuid::Uuid> {
@@ -140,22 +140,7 @@ mod tests {
     #[tokio::test]
     async fn a_scrub_writes_again_only_the_segments_that_covered_a_fragment_gone() {
         let dir = tempfile::tempdir().unwrap();
-        let config = crate::config::StoreConfig {
-            text_index_segment_rows: 100,
-            ..Default::default()
-        };
-        let store = Store::open(dir.path(), 4, "test", &config, &Default::default())
-            .await
-            .unwrap();
-        let mut all: Vec<MemoryRecord> = (0..300).map(memory).collect();
-        for batch in all.chunks(30) {
-            store
-                .writer()
-                .submit(WriteOp::Insert(batch.to_vec()))
-                .await
-                .unwrap();
-            store.maintain_indexes(1).await.unwrap();
-        }
+        let (mut all, store) = segmented_store(dir.path()).await;
         let before = text_segments(&store).await;
         assert!(before.len() >= 3, "{before:?}");
         // The first batch, one fragment.
