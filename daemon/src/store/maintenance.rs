@@ -458,8 +458,7 @@ impl Store {
     /// Deletes the memories' versions older than `age` and the data and index files only
     /// they use; returns how many versions went.
     pub async fn prune_memory_versions(&self, age: Duration) -> Result<u64, StoreError> {
-        let stats = self.prune(&self.memories, age).await?;
-        Ok(stats.prune.map(|p| p.old_versions).unwrap_or(0))
+        Ok(old_versions(&self.prune(&self.memories, age).await?))
     }
 
     /// The bookkeeping tables (access log, snapshots, processes, runs, meta) take a commit
@@ -486,8 +485,7 @@ impl Store {
                 done.push("folded new rows into the edge indexes");
             }
             if let Some(age) = prune_older_than {
-                let stats = self.prune(table, age).await?;
-                pruned += stats.prune.map(|p| p.old_versions).unwrap_or(0);
+                pruned += old_versions(&self.prune(table, age).await?);
             }
         }
         if pruned > 0 {
@@ -496,6 +494,11 @@ impl Store {
         done.dedup();
         Ok(done)
     }
+}
+
+/// The old versions a prune deleted.
+pub(super) fn old_versions(stats: &OptimizeStats) -> u64 {
+    stats.prune.as_ref().map_or(0, |p| p.old_versions)
 }
 
 /// Marks an ANN training under way while it lives (cleared however the training ends).

@@ -14,11 +14,11 @@
 
 use std::time::Duration;
 
-use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeStats};
+use lancedb::table::{CompactionOptions, OptimizeAction};
 use lancedb::Table;
 
 use super::beside::{self, Fold, IndexRows, Merged};
-use super::maintenance::Rewriting;
+use super::maintenance::{old_versions, Rewriting};
 use super::{scrub, Store, StoreError};
 
 impl Store {
@@ -93,10 +93,6 @@ impl Step {
         tracing::debug!("purge of {table}: {what} in {took:.2} s");
         Self::start()
     }
-}
-
-fn old_versions(stats: &OptimizeStats) -> u64 {
-    stats.prune.as_ref().map_or(0, |p| p.old_versions)
 }
 
 /// Compaction that rewrites every fragment holding deleted rows without them.

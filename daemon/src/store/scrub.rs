@@ -30,18 +30,18 @@ pub(super) async fn build(table: &Table) -> Result<Option<InTurn>, StoreError> {
     let dataset = latest(table).await?;
     let live: &RoaringBitmap = dataset.fragment_bitmap();
     let indices = dataset.load_indices().await?;
-    let stale: Vec<&IndexMetadata> = indices
+    let stale: Vec<(&IndexMetadata, RoaringBitmap)> = indices
         .iter()
         .filter(|index| !lance_index::is_system_index(index))
-        .filter(|index| gone(index, live).is_some_and(|g| !g.is_empty()))
+        .filter_map(|index| Some((index, gone(index, live)?)))
+        .filter(|(_, gone)| !gone.is_empty())
         .collect();
     if stale.is_empty() {
         return Ok(None);
     }
     let gone_fragments = stale
         .iter()
-        .filter_map(|index| gone(index, live))
-        .fold(RoaringBitmap::new(), |all, g| all | g);
+        .fold(RoaringBitmap::new(), |all, (_, gone)| all | gone);
     let Some(remapper) = DatasetIndexRemapperOptions::default()
         .create_remapper(&dataset)
         .await?
@@ -54,7 +54,7 @@ pub(super) async fn build(table: &Table) -> Result<Option<InTurn>, StoreError> {
         .await?;
     let read_version = dataset.manifest.version;
     let mut results = Vec::with_capacity(stale.len());
-    for old in stale {
+    for (old, _) in stale {
         let Some(new) = remapped.iter().find(|r| r.old_id == old.uuid) else {
             // Lance could not open it (an index of a newer format): it would drop it at a
             // compaction too; left as it is, no search answers from the rows gone.
