@@ -66,8 +66,6 @@ pub(super) struct Codes {
     /// Index into `spaces` of each row's namespace; [`RETIRED`] for a row no longer held.
     space_of: Vec<u32>,
     spaces: Vec<String>,
-    /// Rows held of each of `spaces` (a search asks for its namespace's share).
-    space_rows: Vec<usize>,
     /// Each held row by its id.
     by_id: RowLookup,
     /// Each later version held by its lineage (a first version's lineage is its id).
@@ -317,10 +315,7 @@ impl Codes {
                 self.scales[i] = self.planes.set(i, &record.vector);
             }
             self.place(i, row_id);
-            let space = self.space(&record.namespace);
-            self.space_rows[self.space_of[i] as usize] -= 1;
-            self.space_rows[space as usize] += 1;
-            self.space_of[i] = space;
+            self.space_of[i] = self.space(&record.namespace);
             self.held.set(i, record, entities);
             if let Some(held) = &mut self.words {
                 if held.hold(i, &words()) {
@@ -359,7 +354,6 @@ impl Codes {
         self.place(index as usize, row_id);
         let space = self.space(&record.namespace);
         self.space_of.push(space);
-        self.space_rows[space as usize] += 1;
         self.held.push(record, entities);
         if let Some(held) = &mut self.words {
             held.hold(index as usize, &words());
@@ -368,12 +362,6 @@ impl Codes {
             answers.hold(index as usize, record);
         }
         Some(index as usize)
-    }
-
-    /// Rows held of `namespace`.
-    pub(super) fn rows_of(&self, namespace: &str) -> usize {
-        self.space_of_name(namespace)
-            .map_or(0, |space| self.space_rows[space as usize])
     }
 
     /// The space a search of `namespace` keeps to (None for all), or None when no row was
@@ -398,7 +386,6 @@ impl Codes {
             Some(i) => i,
             None => {
                 self.spaces.push(namespace.to_string());
-                self.space_rows.push(0);
                 (self.spaces.len() - 1) as u32
             }
         }
@@ -424,7 +411,6 @@ impl Codes {
 
     /// Stops holding row `i`, which is held.
     fn retire_at(&mut self, i: usize) {
-        self.space_rows[self.space_of[i] as usize] -= 1;
         self.space_of[i] = RETIRED;
         self.by_id.remove(key_hash(&self.ids[i]), i as u32);
         self.place(i, None);
@@ -1054,7 +1040,6 @@ mod tests {
         codes.push(&held("z", "a", &[0.0; 8]), Some(3), &[], Vec::new);
         codes.push(&held("short", "a", &[1.0; 3]), Some(4), &[], Vec::new);
         assert_eq!(codes.len(), 4);
-        assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 1));
         assert_eq!(codes.nearest(&unit(0), Some("a"), 1)[0].1, 0);
         // A closed row is near nothing; a new version of a row is held in its place.
         codes.retire("a0");
@@ -1065,8 +1050,6 @@ mod tests {
         again.strength = 0.25;
         codes.push(&again, None, &[], Vec::new);
         assert_eq!(codes.len(), 3);
-        assert_eq!((codes.rows_of("a"), codes.rows_of("b")), (3, 0));
-        assert_eq!(codes.rows_of("c"), 0);
         let (cosine, i) = codes.nearest(&unit(2), Some("a"), 1)[0];
         let found = codes.scored(i, cosine);
         assert_eq!((found.record.id.as_str(), found.row_id), ("b0", None));

@@ -19,12 +19,12 @@
 //! (updates, consolidation) move rows, and the next maintenance pass reads again the fragments
 //! of the table they changed (`refresh.rs`); a compaction's moves are followed (`moved.rs`).
 
+mod by_namespace;
 mod codes;
 mod moved;
 mod patched;
 mod refresh;
 mod text;
-mod unfiltered;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -254,21 +254,6 @@ impl Nearest {
         self.held_at_each(hits)?.into_iter().collect()
     }
 
-    /// The share of the rows held that are of `namespace` (all when None), or None while
-    /// no codes are held.
-    pub fn share(&self, namespace: Option<&str>) -> Option<f64> {
-        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
-        let codes = codes.as_ref()?;
-        let rows = codes.len();
-        if rows == 0 {
-            return Some(0.0);
-        }
-        Some(match namespace {
-            Some(n) => codes.rows_of(n) as f64 / rows as f64,
-            None => 1.0,
-        })
-    }
-
     /// Whether exact ranking values are held (a text search then reads only ids).
     pub fn holds_ranking(&self) -> bool {
         let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
@@ -436,7 +421,7 @@ impl Store {
     /// answers them. Found by a scan of the codes where the vectors are held, and ranked
     /// from the values held when they are exact (at the codes' cosine, within ~0.005 of the
     /// exact one), else from the candidates' rows, at their exact distance. Where only the
-    /// values are held, found by the ANN index asked unfiltered (`vector_unfiltered`).
+    /// values are held, found by the ANN index asked of the namespace alone (`vector_by_namespace`).
     /// None when neither serves: the caller asks the ANN index with the filter.
     pub async fn nearest_held(
         &self,
@@ -445,7 +430,7 @@ impl Store {
         limit: usize,
     ) -> Result<Option<Vec<Scored>>, StoreError> {
         match self.nearest.nearest(vector, namespace, limit) {
-            None => self.vector_unfiltered(vector, namespace, limit).await,
+            None => self.vector_by_namespace(vector, namespace, limit).await,
             Some(proposed) => Ok(Some(self.proposed(proposed, vector, namespace).await?)),
         }
     }

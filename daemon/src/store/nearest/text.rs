@@ -15,7 +15,7 @@ impl Store {
     /// the current memories of it — from the words held with the codes where they are
     /// (`codes/words.rs`), else through LanceDB's full-text index: with the ranking columns
     /// held in memory, the hits are sorted out from the values held (see
-    /// `Store::text_unfiltered`); otherwise the index is asked with `predicate`, for ids
+    /// `Store::text_by_namespace`); otherwise the index is asked with `predicate`, for ids
     /// alone when the ranking columns are held (each column read costs a read per fragment
     /// its rows lie in).
     pub async fn text_search(
@@ -33,10 +33,12 @@ impl Store {
             }
         }
         let held = self.nearest.holds_ranking();
-        if let (true, Some(namespace), true) = (held, plain, self.nearest.placed()) {
-            if let Some(found) = self.text_unfiltered(text, namespace, limit).await? {
+        let placed = self.nearest.placed();
+        if let (true, Some(namespace), true) = (held, plain, placed) {
+            if let Some(found) = self.text_by_namespace(text, namespace, limit).await? {
                 return Ok(found);
             }
+            tracing::debug!("text leg: the hits of the namespace alone fell short; asked again");
             let hits = self
                 .full_text(text, predicate, limit, TextColumns::None)
                 .await?;
@@ -45,6 +47,12 @@ impl Store {
             }
             // A hit moved since the codes were read, or is of another model: asked again.
         }
+        tracing::debug!(
+            held,
+            placed,
+            plain = plain.is_some(),
+            "text leg asked with the filter"
+        );
         if held {
             let hits = self
                 .full_text(text, predicate, limit, TextColumns::Id)
@@ -236,11 +244,11 @@ mod tests {
         assert!(held("dog", None).is_none());
     }
 
-    /// Asked of the index unfiltered, a text search admits the current memories of its
-    /// namespace only — not a past version, not another namespace's — with the scores and
-    /// order the filtered query gives, and within the limit the best of them.
+    /// Asked of the index for its namespace alone, a text search admits the current
+    /// memories of it only — not a past version — with the scores and order the filtered
+    /// query gives, and within the limit the best of them.
     #[tokio::test]
-    async fn a_text_search_asked_unfiltered_admits_the_current_memories_of_its_namespace() {
+    async fn a_text_search_asked_of_its_namespace_admits_its_current_memories_alone() {
         use crate::store::filter::current;
         use crate::store::sql::col;
         use crate::store::WriteOp;
@@ -277,12 +285,12 @@ mod tests {
                     .await
                     .unwrap(),
             );
-            let unfiltered = store
-                .text_unfiltered("walnut", Some("a"), limit)
+            let alone = store
+                .text_by_namespace("walnut", Some("a"), limit)
                 .await
                 .unwrap()
-                .expect("namespace a is most of the rows held");
-            assert_eq!(answer(unfiltered), filtered, "limit {limit}");
+                .expect("the values held are exact");
+            assert_eq!(answer(alone), filtered, "limit {limit}");
         }
         let ids: Vec<String> = answer(
             store
@@ -296,18 +304,36 @@ mod tests {
         let mut ids_sorted = ids.clone();
         ids_sorted.sort();
         assert_eq!(ids_sorted, ["a0", "a2", "a3", "a4", "a5"]);
-        // A namespace with too small a share of the rows is asked with the filter.
+        // Many rows of another namespace that score higher than any of a's: a is still
+        // answered of itself alone, as the filtered query answers it; so is the small b.
         writer
             .submit(WriteOp::Insert(
-                (10..30).map(|i| walnut(&format!("c{i}"), "c", i)).collect(),
+                (10..30)
+                    .map(|i| {
+                        let mut r = walnut(&format!("c{i}"), "c", 0);
+                        r.content = "walnut walnut".into();
+                        r
+                    })
+                    .collect(),
             ))
             .await
             .unwrap();
         assert_eq!(store.refresh_nearest().await.unwrap(), Some(28));
-        assert!(store
-            .text_unfiltered("walnut", Some("b"), 10)
-            .await
+        let filtered = answer(
+            store
+                .full_text("walnut", &of_a, 3, TextColumns::Id)
+                .await
+                .unwrap(),
+        );
+        let alone = store.text_by_namespace("walnut", Some("a"), 3).await;
+        assert_eq!(answer(alone.unwrap().expect("asked of a alone")), filtered);
+        let of_b = store.text_by_namespace("walnut", Some("b"), 10).await;
+        let of_b: Vec<String> = of_b
             .unwrap()
-            .is_none());
+            .unwrap()
+            .into_iter()
+            .map(|s| s.record.id)
+            .collect();
+        assert_eq!(of_b, ["b0", "b1"]);
     }
 }
