@@ -539,6 +539,20 @@ async fn a_markdown_export_reads_as_notes_and_imports_back() {
         june.contains("tags: family\n\nMaria's birthday is on 3 June\n\nShe likes orchids"),
         "{june}"
     );
+    // Where stderr is no terminal (a log, a pipe), progress comes as plain lines; with
+    // --json, none.
+    for (json, shown) in [(false, true), (true, false)] {
+        let again = source.home.path().join(format!("md-{json}"));
+        let mut args = vec!["export", "--markdown", again.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let out = source.cli(&args, "");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let line = stderr.contains("exporting memories: 2/2 (100%)\n");
+        assert_eq!(line, shown, "json {json}: {stderr:?}");
+    }
 
     let target = Daemon::start();
     let back = cli_json(&target, &["import", folder_arg, "--json"]);

@@ -1,19 +1,19 @@
 //! `mnemo consolidate`: run consolidation now, watch it, read past runs.
 
-use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use mnemo_client::Client;
 use mnemo_protocol::consolidate::{
-    ConsolidateRun, ConsolidateRuns, ConsolidateStatus, ConsolidationStatus, PhaseState, Progress,
-    RunRecord, RunStatus, RunsParams,
+    ConsolidateRun, ConsolidateRuns, ConsolidateStatus, ConsolidationStatus, PhaseState, RunRecord,
+    RunStatus, RunsParams,
 };
 use mnemo_protocol::NoParams;
 
 use crate::connect;
 use crate::output::Output;
+use crate::progress::ProgressReport;
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -76,8 +76,8 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
                 });
                 return Ok(());
             }
-            let bar = std::io::stderr().is_terminal() && !out.json;
-            let run = wait_for(&mut client, &started.run_id, bar).await?;
+            let progress = ProgressReport::new(out.json);
+            let run = wait_for(&mut client, &started.run_id, progress).await?;
             out.value(&run, || report(&run));
             if run.status == RunStatus::Failed {
                 anyhow::bail!(
@@ -90,15 +90,19 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
     Ok(())
 }
 
-/// Waits for run `run_id` to end (drawing its progress on stderr when `bar`); its record.
-pub async fn wait_for(client: &mut Client, run_id: &str, bar: bool) -> anyhow::Result<RunRecord> {
+/// Waits for run `run_id` to end, its progress shown on `progress`; its record.
+pub async fn wait_for(
+    client: &mut Client,
+    run_id: &str,
+    mut progress: ProgressReport,
+) -> anyhow::Result<RunRecord> {
     let run = loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let status = client.call::<ConsolidateStatus>(&NoParams {}).await?;
         let current = status.current.as_ref().filter(|r| r.id == run_id);
         if current.is_some_and(|r| r.status == RunStatus::Running) {
-            if bar {
-                draw(status.progress.as_ref());
+            if let Some(p) = &status.progress {
+                progress.show(p.phase.as_str(), p.done, p.total);
             }
             continue;
         }
@@ -113,16 +117,8 @@ pub async fn wait_for(client: &mut Client, run_id: &str, bar: bool) -> anyhow::R
             break run;
         }
     };
-    if bar {
-        eprint!("\r\x1b[2K");
-    }
+    progress.finish();
     Ok(run)
-}
-
-fn draw(progress: Option<&Progress>) {
-    if let Some(p) = progress {
-        crate::output::draw_progress(p.phase.as_str(), p.done, p.total);
-    }
 }
 
 pub fn status_name(s: RunStatus) -> &'static str {

@@ -1,6 +1,5 @@
 //! `mnemo encrypt`: converts a plain store to encrypted at rest, with progress.
 
-use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
@@ -8,7 +7,8 @@ use mnemo_protocol::daemon::{Encrypt, EncryptionMode, Status};
 use mnemo_protocol::NoParams;
 
 use crate::connect;
-use crate::output::{draw_progress, Output};
+use crate::output::Output;
+use crate::progress::ProgressReport;
 
 pub async fn run(socket: &Path, out: &Output) -> anyhow::Result<()> {
     let mut watcher = connect(socket).await?;
@@ -27,21 +27,19 @@ pub async fn run(socket: &Path, out: &Output) -> anyhow::Result<()> {
     // The call answers when every memory is sealed; a second connection watches progress.
     let mut caller = connect(socket).await?;
     let mut call = tokio::spawn(async move { caller.call::<Encrypt>(&NoParams {}).await });
-    let bar = std::io::stderr().is_terminal() && !out.json;
+    let mut progress = ProgressReport::new(out.json);
     let result = loop {
         tokio::select! {
             result = &mut call => break result?,
             _ = tokio::time::sleep(Duration::from_millis(250)) => {
-                if bar {
+                if progress.shows() {
                     let e = watcher.call::<Status>(&NoParams {}).await?.encryption;
-                    draw_progress("sealing", e.done, e.total);
+                    progress.show("sealing", e.done, e.total);
                 }
             }
         }
     };
-    if bar {
-        eprint!("\r\x1b[2K");
-    }
+    progress.finish();
     let done = result?;
     out.value(&done, || {
         format!(

@@ -1,6 +1,5 @@
 //! How results look: JSON for scripts, short readable text for people.
 
-use std::io::Write;
 use std::time::Duration;
 
 use mnemo_client::ClientError;
@@ -335,18 +334,6 @@ pub fn encryption_text(e: &EncryptionStatus) -> String {
         }
         EncryptionMode::Off => "off".into(),
     }
-}
-
-/// A progress bar on stderr, redrawn in place (callers draw only on a terminal).
-pub fn draw_progress(label: &str, done: u64, total: u64) {
-    let width = 30;
-    let filled = (done.min(total) * width).checked_div(total).unwrap_or(0) as usize;
-    eprint!(
-        "\r\x1b[2K{label:<10} [{}{}] {done}/{total}",
-        "#".repeat(filled),
-        ".".repeat(width as usize - filled),
-    );
-    let _ = std::io::stderr().flush();
 }
 
 fn human_duration(secs: f64) -> String {

@@ -564,7 +564,12 @@ pub(crate) async fn load_locomo(
     if consolidate {
         let started = Instant::now();
         let run = client.call::<ConsolidateRun>(&NoParams {}).await?;
-        let run = crate::consolidate::wait_for(client, &run.run_id, false).await?;
+        let run = crate::consolidate::wait_for(
+            client,
+            &run.run_id,
+            crate::progress::ProgressReport::off(),
+        )
+        .await?;
         println!(
             "consolidated in {:.1} s ({})",
             started.elapsed().as_secs_f64(),

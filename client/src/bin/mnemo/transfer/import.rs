@@ -14,10 +14,11 @@ use mnemo_protocol::transfer::{Import, ImportParams, Record};
 use mnemo_protocol::{Method, NoParams};
 use serde::Serialize;
 
-use super::{progress_bar, ImportArgs};
+use super::ImportArgs;
 use crate::connect;
 use crate::formats::{self, chats, locomo, mcp_memory, text, Format};
-use crate::output::{draw_progress, Output};
+use crate::output::Output;
+use crate::progress::ProgressReport;
 
 /// Items sent per call: large enough to embed in batches, small enough that a refused batch
 /// is cheap to send again one by one.
@@ -213,7 +214,10 @@ async fn import_mnemo(
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         (Box::new(BufReader::new(file)), size)
     };
-    let bar = size > 0 && progress_bar(out.json);
+    let mut progress = match size {
+        0 => ProgressReport::off(),
+        _ => ProgressReport::new(out.json),
+    };
     let mut importer = Importer::<Record>::new(client, args.strict);
     let mut read = 0u64;
     for (n, line) in reader.lines().enumerate() {
@@ -225,8 +229,8 @@ async fn import_mnemo(
         }
         match serde_json::from_str::<Record>(&line) {
             Ok(record) => {
-                if importer.push(at, record).await? && bar {
-                    draw_progress("importing", read, size);
+                if importer.push(at, record).await? {
+                    progress.show("importing", read, size);
                 }
             }
             Err(e) => {
@@ -239,9 +243,7 @@ async fn import_mnemo(
         }
     }
     let summary = importer.finish().await?;
-    if bar {
-        eprint!("\r\x1b[2K");
-    }
+    progress.finish();
     Ok(summary)
 }
 
@@ -322,7 +324,10 @@ async fn import_foreign(
             } else {
                 vec![path.clone()]
             };
-            let bar = progress_bar(out.json) && notes.len() > 1;
+            let mut progress = match notes.len() {
+                0 | 1 => ProgressReport::off(),
+                _ => ProgressReport::new(out.json),
+            };
             for (i, note) in notes.iter().enumerate() {
                 let at = note.display().to_string();
                 match text::read_note(note) {
@@ -337,13 +342,9 @@ async fn import_foreign(
                     }
                     Err(why) => importer.reject(at, why).await?,
                 }
-                if bar {
-                    draw_progress("notes", i as u64 + 1, notes.len() as u64);
-                }
+                progress.show("notes", i as u64 + 1, notes.len() as u64);
             }
-            if bar {
-                eprint!("\r\x1b[2K");
-            }
+            progress.finish();
         }
         Format::Auto | Format::Mnemo => unreachable!("handled by import_mnemo"),
     }

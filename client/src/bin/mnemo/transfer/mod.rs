@@ -3,7 +3,7 @@
 //! any size never sits in memory whole; and other tools' files (see `formats`) brought in as
 //! new memories.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -13,7 +13,8 @@ use mnemo_protocol::transfer::{Export, ExportParams, ExportPart, Record};
 
 use crate::connect;
 use crate::formats::{markdown, Format};
-use crate::output::{draw_progress, Output};
+use crate::output::Output;
+use crate::progress::ProgressReport;
 
 mod import;
 pub use import::import;
@@ -49,17 +50,13 @@ pub struct ImportArgs {
     strict: bool,
 }
 
-fn progress_bar(json: bool) -> bool {
-    std::io::stderr().is_terminal() && !json
-}
-
 /// Every page of `memory.export` of one part (memories, beliefs or sessions), each handed to
 /// `each` as it arrives.
 async fn export_pages(
     client: &mut Client,
     part: ExportPart,
     namespace: Option<String>,
-    bar: bool,
+    progress: &mut ProgressReport,
     mut each: impl FnMut(&[Record]) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let mut params = ExportParams {
@@ -79,16 +76,11 @@ async fn export_pages(
         total = page.total.unwrap_or(total);
         each(&page.records)?;
         seen += page.records.len() as u64;
-        if bar {
-            draw_progress(label, seen, total);
-        }
+        progress.show(label, seen, total);
         match page.next_cursor {
             Some(cursor) => params.cursor = Some(cursor),
             None => break,
         }
-    }
-    if bar {
-        eprint!("\r\x1b[2K");
     }
     Ok(seen)
 }
@@ -106,12 +98,12 @@ async fn export_markdown(
     let mut files: std::collections::HashMap<String, std::io::BufWriter<std::fs::File>> =
         Default::default();
     let mut written = 0u64;
-    let bar = progress_bar(out.json);
+    let mut progress = ProgressReport::new(out.json);
     export_pages(
         client,
         ExportPart::Memories,
         args.namespace,
-        bar,
+        &mut progress,
         |records| {
             for record in records {
                 let Record::Memory(m) = record else {
@@ -142,6 +134,7 @@ async fn export_markdown(
         },
     )
     .await?;
+    progress.finish();
     for file in files.values_mut() {
         file.flush()?;
     }
@@ -175,11 +168,14 @@ pub async fn export(args: ExportArgs, socket: &Path, out: &Output) -> anyhow::Re
             .with_context(|| format!("cannot create {}", partial.display()))?;
         (Box::new(std::io::BufWriter::new(file)), Some(partial))
     };
-    let bar = !to_stdout && progress_bar(out.json);
+    let mut progress = match to_stdout {
+        true => ProgressReport::off(),
+        false => ProgressReport::new(out.json),
+    };
     let mut written = 0;
     for part in ExportPart::ALL {
         let namespace = args.namespace.clone();
-        written += export_pages(&mut client, part, namespace, bar, |records| {
+        written += export_pages(&mut client, part, namespace, &mut progress, |records| {
             for record in records {
                 serde_json::to_writer(&mut sink, record)?;
                 sink.write_all(b"\n")?;
@@ -188,6 +184,7 @@ pub async fn export(args: ExportArgs, socket: &Path, out: &Output) -> anyhow::Re
         })
         .await?;
     }
+    progress.finish();
     sink.flush()?;
     drop(sink);
     if let (Some(partial), Some(target)) = (partial, &args.file) {
