@@ -76,13 +76,13 @@ impl Store {
         };
         let of = namespace.map_or(Pred::All, |n| col("namespace").eq(n));
         let hits = ask(of, asked).await?;
-        self.admitted(hits, asked, namespace, limit, of_model).await
+        self.admitted(hits, asked, limit, of_model).await
     }
 
-    /// `hits` (scores and row ids, best first) of an index asked for `asked` rows of
-    /// `namespace` alone (all when None), sorted out: the first `limit` that are current
-    /// memories of it and, with `of_model`, of the configured model. Hits held at their row
-    /// ids are; the others (past versions, rows of another model) are taken by row id to see.
+    /// `hits` (scores and row ids, best first) of an index asked for `asked` rows of one
+    /// namespace (or all), sorted out: the first `limit` that are current memories and, with
+    /// `of_model`, of the configured model. Hits held at their row ids are; the others (past
+    /// versions, rows of another model) are taken by row id to see.
     /// None — the caller asks with the filter — when a hit not held has moved or gone since,
     /// or when too few were admitted while the index had more: they are then not surely
     /// the best.
@@ -90,7 +90,6 @@ impl Store {
         &self,
         hits: Vec<Scored>,
         asked: usize,
-        namespace: Option<&str>,
         limit: usize,
         of_model: bool,
     ) -> Result<Option<Vec<Scored>>, StoreError> {
@@ -119,17 +118,13 @@ impl Store {
             if found.len() == limit {
                 break;
             }
-            let of_namespace = |r: &MemoryRecord| namespace.is_none_or(|n| r.namespace == n);
-            // Rows held are current and of the configured model.
+            // The index was asked for the namespace's rows alone; rows held are current and
+            // of the configured model.
             let (record, admitted) = match (held, hit.row_id) {
-                (Some(held), _) => {
-                    let admitted = of_namespace(&held.record);
-                    (held.record, admitted)
-                }
+                (Some(held), _) => (held.record, true),
                 (None, Some(row_id)) => match taken.remove(&row_id) {
                     Some(r) => {
                         let admitted = r.valid_to.is_none()
-                            && of_namespace(&r)
                             && (!of_model || r.embed_model == self.embed_model);
                         (r, admitted)
                     }
