@@ -58,11 +58,13 @@ async fn options(
     text_segment_rows: u64,
 ) -> Result<Vec<OptimizeOptions>, StoreError> {
     let (mut segments, mut unindexed) = (0, 0);
-    let (mut text, mut text_segments, mut others) = (Vec::new(), 0, Vec::new());
+    let (mut text, mut text_segments) = (Vec::new(), 0);
+    let (mut ann, mut others, mut other_segments) = (Vec::new(), Vec::new(), 0);
     for index in table.list_indices().await? {
         let vector = index.columns.iter().any(|c| c == "vector");
         match index.index_type {
             IndexType::FTS => text.push(index.name.clone()),
+            _ if vector => ann.push(index.name.clone()),
             _ => others.push(index.name.clone()),
         }
         // A segment fold needs only the ANN index's segment count; a whole one, every
@@ -78,15 +80,23 @@ async fn options(
         match index.index_type {
             _ if vector => segments = count,
             IndexType::FTS => text_segments = text_segments.max(count),
-            _ => {}
+            _ => other_segments = other_segments.max(count),
         }
     }
-    let merged = match how {
+    // New rows become a segment of their own, fitted to the partitions as they are;
+    // the partitions are split and joined only where every segment is merged anyway.
+    // Left to choose, Lance split a partition within a segment fold and merged every
+    // segment with it: at 1M memories a fold of 32,768 rows took 5.0 s and 389 MB of
+    // RSS in a process of its own, where a segment of them took 1.4 s and 294 MB.
+    let mut ann_fold = match how {
         Fold::Whole if segments <= 1 && unindexed == 0 => return Ok(Vec::new()),
-        Fold::Whole => OptimizeOptions::merge(segments.max(1)),
-        Fold::Segment if segments >= MAX_INDEX_SEGMENTS => OptimizeOptions::merge(segments),
-        Fold::Segment => OptimizeOptions::default(),
+        Fold::Whole => OptimizeOptions::merge(segments.max(1)).with_partition_rebalancing(),
+        Fold::Segment if segments >= MAX_INDEX_SEGMENTS => {
+            OptimizeOptions::merge(segments).with_partition_rebalancing()
+        }
+        Fold::Segment => OptimizeOptions::append(),
     };
+    ann_fold.index_names = Some(ann);
     // Unset, Lance merges new rows into a scalar index's last segment; the bound packs
     // them and the merged segments into segments of at most its rows, leaving alone any
     // segment that has no room.
@@ -96,9 +106,13 @@ async fn options(
     };
     text_fold.index_names = Some(text);
     text_fold.max_rows_per_segment = Some(text_segment_rows);
-    let mut others_fold = merged;
+    // The other scalar indexes merge new rows into their last segment.
+    let mut others_fold = match how {
+        Fold::Whole => OptimizeOptions::merge(other_segments.max(1)),
+        Fold::Segment => OptimizeOptions::default(),
+    };
     others_fold.index_names = Some(others);
-    Ok([text_fold, others_fold]
+    Ok([text_fold, ann_fold, others_fold]
         .into_iter()
         .filter(|o| {
             o.index_names
@@ -140,14 +154,25 @@ pub(super) async fn build_fold(
     let mut segments = Vec::new();
     // Every group is planned from the same version, so one commit publishes them all.
     for options in &groups {
+        let started = std::time::Instant::now();
         let plan = plan_optimize_indices(&dataset, options).await?;
         let mut built = Vec::with_capacity(plan.tasks.len());
         for task in &plan.tasks {
             built.extend(task.execute(&dataset).await?);
         }
+        let merging = std::time::Instant::now();
         for merge in &plan.merges {
             segments.extend(merge.execute(&dataset, &built).await?);
         }
+        tracing::debug!(
+            "fold of {:?} of {}: {} tasks built in {:.2} s, {} merges in {:.2} s",
+            options.index_names.as_deref().unwrap_or_default(),
+            table.name(),
+            plan.tasks.len(),
+            (merging - started).as_secs_f64(),
+            plan.merges.len(),
+            merging.elapsed().as_secs_f64(),
+        );
     }
     if segments.is_empty() {
         return Ok(None);
