@@ -33,9 +33,9 @@ const MAX_INDEX_SEGMENTS: usize = 4;
 /// How a fold treats the ANN index's segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fold {
-    /// New rows become a new segment; at [`MAX_INDEX_SEGMENTS`] all are merged into one, as
-    /// Lance also does when a partition has grown past 4× its target size or shrunk under
-    /// a quarter of it (it splits or joins partitions then).
+    /// New rows become a new segment; at [`MAX_INDEX_SEGMENTS`] all are merged into one,
+    /// splitting a partition grown past 4× its target size and joining one shrunk under a
+    /// quarter of it.
     Segment,
     /// Segments and new rows are merged into one: what idle time is for, since every
     /// segment costs every search (at 100k memories, 3 segments made the vector leg
@@ -100,18 +100,9 @@ async fn options(
     // Unset, Lance merges new rows into a scalar index's last segment; the bound packs
     // them and the merged segments into segments of at most its rows, leaving alone any
     // segment that has no room.
-    let mut text_fold = match how {
-        Fold::Whole => OptimizeOptions::merge(text_segments.max(1)),
-        Fold::Segment => OptimizeOptions::default(),
-    };
-    text_fold.index_names = Some(text);
-    text_fold.max_rows_per_segment = Some(text_segment_rows);
-    // The other scalar indexes merge new rows into their last segment.
-    let mut others_fold = match how {
-        Fold::Whole => OptimizeOptions::merge(other_segments.max(1)),
-        Fold::Segment => OptimizeOptions::default(),
-    };
-    others_fold.index_names = Some(others);
+    let text_fold =
+        scalar_fold(how, text_segments, text).max_rows_per_segment(Some(text_segment_rows));
+    let others_fold = scalar_fold(how, other_segments, others);
     Ok([text_fold, ann_fold, others_fold]
         .into_iter()
         .filter(|o| {
@@ -120,6 +111,16 @@ async fn options(
                 .is_some_and(|names| !names.is_empty())
         })
         .collect())
+}
+
+/// A fold of the scalar indexes `names`, whose largest has `segments`: a whole fold merges
+/// them all, a segment fold takes new rows into the last.
+fn scalar_fold(how: Fold, segments: usize, names: Vec<String>) -> OptimizeOptions {
+    match how {
+        Fold::Whole => OptimizeOptions::merge(segments.max(1)),
+        Fold::Segment => OptimizeOptions::default(),
+    }
+    .index_names(names)
 }
 
 /// Folds new rows into every index of `table` as `how` says, building and committing at
