@@ -148,6 +148,8 @@ pub fn report(run: &RunRecord) -> String {
     for p in &run.phases {
         let state = match p.state {
             PhaseState::Done => "done",
+            // A run still going is in this phase now; any other left it there.
+            PhaseState::Running if run.status == RunStatus::Running => "running",
             PhaseState::Running => "stopped",
             PhaseState::Pending => "pending",
         };
@@ -204,4 +206,42 @@ fn status_text(s: &ConsolidationStatus) -> String {
         lines.push(format!("next scheduled run: {t}"));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use mnemo_protocol::consolidate::{Phase, PhaseRecord, RunTrigger};
+
+    use super::*;
+
+    fn run_in_dedup(status: RunStatus) -> RunRecord {
+        let mut dedup = PhaseRecord::pending(Phase::Dedup);
+        dedup.state = PhaseState::Running;
+        RunRecord {
+            id: "r".into(),
+            trigger: RunTrigger::Manual,
+            status,
+            started_at: "t".into(),
+            updated_at: "t".into(),
+            completed_at: None,
+            phases: vec![dedup, PhaseRecord::pending(Phase::Refine)],
+            yields: 0,
+            yield_latency_ms: Vec::new(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_phase_a_run_is_in_reads_running_while_it_runs_and_stopped_after() {
+        let dedup_line = |status| {
+            report(&run_in_dedup(status))
+                .lines()
+                .find(|l| l.trim_start().starts_with("dedup"))
+                .unwrap()
+                .to_string()
+        };
+        assert!(dedup_line(RunStatus::Running).contains("running"));
+        assert!(dedup_line(RunStatus::Yielded).contains("stopped"));
+        assert!(dedup_line(RunStatus::Interrupted).contains("stopped"));
+    }
 }
