@@ -57,18 +57,24 @@ async fn options(
     how: Fold,
     text_segment_rows: u64,
 ) -> Result<Vec<OptimizeOptions>, StoreError> {
-    let (mut segments, mut unindexed) = (0, 0);
-    let (mut text, mut text_segments) = (Vec::new(), 0);
-    let (mut ann, mut others, mut other_segments) = (Vec::new(), Vec::new(), 0);
+    /// The indexes a fold group takes and the most segments one of them has.
+    #[derive(Default)]
+    struct Group {
+        names: Vec<String>,
+        segments: usize,
+    }
+    let (mut text, mut ann, mut others) = (Group::default(), Group::default(), Group::default());
+    let mut unindexed = 0;
     for index in table.list_indices().await? {
         let vector = index.columns.iter().any(|c| c == "vector");
-        match index.index_type {
-            IndexType::FTS => text.push(index.name.clone()),
-            _ if vector => ann.push(index.name.clone()),
-            _ => others.push(index.name.clone()),
-        }
+        let group = match index.index_type {
+            IndexType::FTS => &mut text,
+            _ if vector => &mut ann,
+            _ => &mut others,
+        };
+        group.names.push(index.name.clone());
         // A segment fold needs only the ANN index's segment count; a whole one, every
-        // index's unindexed rows and the full-text index's segments.
+        // index's unindexed rows and segments.
         if !vector && how == Fold::Segment {
             continue;
         }
@@ -76,12 +82,7 @@ async fn options(
             continue;
         };
         unindexed = unindexed.max(stats.num_unindexed_rows);
-        let count = stats.num_indices.unwrap_or(0) as usize;
-        match index.index_type {
-            _ if vector => segments = count,
-            IndexType::FTS => text_segments = text_segments.max(count),
-            _ => other_segments = other_segments.max(count),
-        }
+        group.segments = group.segments.max(stats.num_indices.unwrap_or(0) as usize);
     }
     // New rows become a segment of their own, fitted to the partitions as they are;
     // the partitions are split and joined only where every segment is merged anyway.
@@ -89,20 +90,20 @@ async fn options(
     // segment with it: at 1M memories a fold of 32,768 rows took 5.0 s and 389 MB of
     // RSS in a process of its own, where a segment of them took 1.4 s and 294 MB.
     let mut ann_fold = match how {
-        Fold::Whole if segments <= 1 && unindexed == 0 => return Ok(Vec::new()),
-        Fold::Whole => OptimizeOptions::merge(segments.max(1)).with_partition_rebalancing(),
-        Fold::Segment if segments >= MAX_INDEX_SEGMENTS => {
-            OptimizeOptions::merge(segments).with_partition_rebalancing()
+        Fold::Whole if ann.segments <= 1 && unindexed == 0 => return Ok(Vec::new()),
+        Fold::Whole => OptimizeOptions::merge(ann.segments.max(1)).with_partition_rebalancing(),
+        Fold::Segment if ann.segments >= MAX_INDEX_SEGMENTS => {
+            OptimizeOptions::merge(ann.segments).with_partition_rebalancing()
         }
         Fold::Segment => OptimizeOptions::append(),
     };
-    ann_fold.index_names = Some(ann);
+    ann_fold.index_names = Some(ann.names);
     // Unset, Lance merges new rows into a scalar index's last segment; the bound packs
     // them and the merged segments into segments of at most its rows, leaving alone any
     // segment that has no room.
     let text_fold =
-        scalar_fold(how, text_segments, text).max_rows_per_segment(Some(text_segment_rows));
-    let others_fold = scalar_fold(how, other_segments, others);
+        scalar_fold(how, text.segments, text.names).max_rows_per_segment(Some(text_segment_rows));
+    let others_fold = scalar_fold(how, others.segments, others.names);
     Ok([text_fold, ann_fold, others_fold]
         .into_iter()
         .filter(|o| {
