@@ -212,6 +212,10 @@ pub struct StoreConfig {
     /// segments hold less during a load (at 1M memories one segment took ~200 MB), more of
     /// them cost each text search a little.
     pub text_index_segment_rows: usize,
+    /// New memories the ANN index leaves to be scanned flat, at most (an eighth of the rows
+    /// it holds while that is fewer): each segment a fold adds costs every search the index
+    /// serves, however small, where a small tail costs a read of each of its vectors.
+    pub ann_flat_tail_rows: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -329,6 +333,7 @@ impl Default for StoreConfig {
             vector_signs: true,
             ranking_in_memory_max_rows: 2_000_000,
             text_index_segment_rows: 262_144,
+            ann_flat_tail_rows: 8_192,
         }
     }
 }

@@ -25,17 +25,42 @@ use super::StoreError;
 /// A commit prepared beside the writer, to run in its turn (`WriterHandle::in_turn`).
 pub type InTurn = futures::future::BoxFuture<'static, Result<u64, StoreError>>;
 
-/// Index segments past which a fold merges them all into one. Each fold of new rows adds a
-/// segment to the ANN index, and a search reads every segment: at 24 segments an ANN search
-/// took 3× as long as at one.
-const MAX_INDEX_SEGMENTS: usize = 4;
+/// What a fold leaves to later: the rows of a full-text segment, and the new rows the ANN
+/// index leaves to be scanned flat (`store.text_index_segment_rows`,
+/// `store.ann_flat_tail_rows`).
+#[derive(Debug, Clone, Copy)]
+pub struct FoldBounds {
+    pub text_segment_rows: u64,
+    /// At most; an eighth of the rows the index holds while that is fewer. Each segment
+    /// costs every search served by the index, however few rows it holds: at 1M memories,
+    /// a segment of 4,300 rows beside the one of 1M made such a search's RSS 637 MB rather
+    /// than 543 (Lance caches the partitions it reads of each), and four segments 725 MB.
+    /// A tail scanned flat costs a read of each of its vectors instead.
+    pub ann_flat_tail_rows: u64,
+}
+
+impl FoldBounds {
+    pub fn of(config: &crate::config::StoreConfig) -> Self {
+        Self {
+            text_segment_rows: config.text_index_segment_rows as u64,
+            ann_flat_tail_rows: config.ann_flat_tail_rows as u64,
+        }
+    }
+}
+
+/// The share of the rows of the ANN index's older segment that its newest segment, with the
+/// new rows of a segment fold, may cover before the fold merges both into one: past the
+/// flat tail, new rows join the newest of two segments, and bounding that one by a quarter
+/// of the other makes the whole merges of a load geometric.
+const DELTA_SEGMENT_SHARE: u64 = 4;
 
 /// How a fold treats the ANN index's segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fold {
-    /// New rows become a new segment; at [`MAX_INDEX_SEGMENTS`] all are merged into one,
+    /// New rows past the flat tail ([`FoldBounds`]) join the ANN index's newest segment, or
+    /// become one beside a lone segment; past [`DELTA_SEGMENT_SHARE`] all are merged into one,
     /// splitting a partition grown past 4× its target size and joining one shrunk under a
-    /// quarter of it.
+    /// quarter of it. The other indexes take every new row.
     Segment,
     /// Segments and new rows are merged into one: what idle time is for, since every
     /// segment costs every search (at 100k memories, 3 segments made the vector leg
@@ -46,8 +71,8 @@ pub enum Fold {
 /// What a fold of `table`'s indexes as `how` says asks of Lance, one set of options per
 /// group of its indexes planned alike; empty when there is nothing to fold.
 ///
-/// A full-text index is folded in segments of at most `text_segment_rows` rows: new rows
-/// join its last segment while that has room and start a new one after. Lance merges new
+/// A full-text index is folded in segments of at most `bounds.text_segment_rows` rows: new
+/// rows join its last segment while that has room and start a new one after. Lance merges new
 /// rows into a segment by loading all of it into memory and writing it again, so with one
 /// segment every fold of a load held and rewrote the whole index every 10–20 s (loading 1M
 /// MiniLM memories, RSS 617–655 MB past 950k); with segments of 262,144 rows a fold holds
@@ -55,7 +80,7 @@ pub enum Fold {
 async fn options(
     table: &Table,
     how: Fold,
-    text_segment_rows: u64,
+    bounds: FoldBounds,
 ) -> Result<Vec<OptimizeOptions>, StoreError> {
     /// The indexes a fold group takes and the most segments one of them has.
     #[derive(Default)]
@@ -64,7 +89,7 @@ async fn options(
         segments: usize,
     }
     let (mut text, mut ann, mut others) = (Group::default(), Group::default(), Group::default());
-    let mut unindexed = 0;
+    let (mut unindexed, mut ann_indexed) = (0, 0);
     for index in table.list_indices().await? {
         let vector = index.columns.iter().any(|c| c == "vector");
         let group = match index.index_type {
@@ -82,27 +107,41 @@ async fn options(
             continue;
         };
         unindexed = unindexed.max(stats.num_unindexed_rows);
+        if vector {
+            ann_indexed = stats.num_indexed_rows as u64;
+        }
         group.segments = group.segments.max(stats.num_indices.unwrap_or(0) as usize);
     }
-    // New rows become a segment of their own, fitted to the partitions as they are;
-    // the partitions are split and joined only where every segment is merged anyway.
-    // Left to choose, Lance split a partition within a segment fold and merged every
-    // segment with it: at 1M memories a fold of 32,768 rows took 5.0 s and 389 MB of
-    // RSS in a process of its own, where a segment of them took 1.4 s and 294 MB.
+    // A segment fold read only the ANN index's stats: `unindexed` is its new rows. Past
+    // the flat tail they join the newest segment or become one, fitted to the partitions
+    // as they are; the partitions are split and joined only where every segment is merged
+    // anyway. Left to choose, Lance split a partition within a segment fold and merged
+    // every segment with it: at 1M memories a fold of 32,768 rows took 5.0 s and 389 MB
+    // of RSS in a process of its own, where a segment of them took 1.4 s and 294 MB.
+    let flat_tail = (ann_indexed / 8).min(bounds.ann_flat_tail_rows);
     let mut ann_fold = match how {
         Fold::Whole if ann.segments <= 1 && unindexed == 0 => return Ok(Vec::new()),
-        Fold::Whole => OptimizeOptions::merge(ann.segments.max(1)).with_partition_rebalancing(),
-        Fold::Segment if ann.segments >= MAX_INDEX_SEGMENTS => {
-            OptimizeOptions::merge(ann.segments).with_partition_rebalancing()
+        Fold::Whole => whole_ann_fold(ann.segments),
+        Fold::Segment if unindexed == 0 || (unindexed as u64) < flat_tail => {
+            ann.names.clear();
+            OptimizeOptions::append()
         }
-        Fold::Segment => OptimizeOptions::append(),
+        Fold::Segment if ann.segments <= 1 => OptimizeOptions::append(),
+        Fold::Segment => {
+            let (older, newest) = segment_rows(&*snapshot(table).await?, &ann.names).await?;
+            if ann.segments == 2 && (newest + unindexed as u64) * DELTA_SEGMENT_SHARE <= older {
+                OptimizeOptions::merge(1)
+            } else {
+                whole_ann_fold(ann.segments)
+            }
+        }
     };
     ann_fold.index_names = Some(ann.names);
     // Unset, Lance merges new rows into a scalar index's last segment; the bound packs
     // them and the merged segments into segments of at most its rows, leaving alone any
     // segment that has no room.
-    let text_fold =
-        scalar_fold(how, text.segments, text.names).max_rows_per_segment(Some(text_segment_rows));
+    let text_fold = scalar_fold(how, text.segments, text.names)
+        .max_rows_per_segment(Some(bounds.text_segment_rows));
     let others_fold = scalar_fold(how, others.segments, others.names);
     Ok([text_fold, ann_fold, others_fold]
         .into_iter()
@@ -112,6 +151,35 @@ async fn options(
                 .is_some_and(|names| !names.is_empty())
         })
         .collect())
+}
+
+/// A fold merging the ANN index's `segments` and any new rows into one segment.
+fn whole_ann_fold(segments: usize) -> OptimizeOptions {
+    OptimizeOptions::merge(segments.max(1)).with_partition_rebalancing()
+}
+
+/// The rows the segments of the index `names` cover in `dataset`: the older segments' and
+/// the newest's (the last Lance lists, the one a merge of one segment takes).
+pub(super) async fn segment_rows(
+    dataset: &lance::Dataset,
+    names: &[String],
+) -> Result<(u64, u64), StoreError> {
+    let indices = dataset.load_indices().await?;
+    let covered = |segment: &lance::table::format::IndexMetadata| -> u64 {
+        let Some(bitmap) = segment.fragment_bitmap.as_ref() else {
+            return 0;
+        };
+        let fragments = dataset.manifest.fragments.iter();
+        let fragments = fragments.filter(|f| bitmap.contains(f.id as u32));
+        fragments.map(|f| f.num_rows().unwrap_or(0) as u64).sum()
+    };
+    let mut rows: Vec<u64> = indices
+        .iter()
+        .filter(|i| names.contains(&i.name))
+        .map(covered)
+        .collect();
+    let newest = rows.pop().unwrap_or(0);
+    Ok((rows.iter().sum(), newest))
 }
 
 /// A fold of the scalar indexes `names`, whose largest has `segments`: a whole fold merges
@@ -129,9 +197,9 @@ fn scalar_fold(how: Fold, segments: usize, names: Vec<String>) -> OptimizeOption
 pub(super) async fn fold_indexes(
     table: &Table,
     how: Fold,
-    text_segment_rows: u64,
+    bounds: FoldBounds,
 ) -> Result<bool, StoreError> {
-    let groups = options(table, how, text_segment_rows).await?;
+    let groups = options(table, how, bounds).await?;
     let folded = !groups.is_empty();
     for options in groups {
         table.optimize(OptimizeAction::Index(options)).await?;
@@ -146,9 +214,9 @@ pub(super) async fn fold_indexes(
 pub(super) async fn build_fold(
     table: &Table,
     how: Fold,
-    text_segment_rows: u64,
+    bounds: FoldBounds,
 ) -> Result<Option<InTurn>, StoreError> {
-    let groups = options(table, how, text_segment_rows).await?;
+    let groups = options(table, how, bounds).await?;
     if groups.is_empty() {
         return Ok(None);
     }

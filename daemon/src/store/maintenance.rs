@@ -356,8 +356,8 @@ impl Store {
         table: &Table,
         how: Fold,
     ) -> Result<u64, StoreError> {
-        let text_rows = self.config.text_index_segment_rows as u64;
-        let prepare = || beside::build_fold(table, how, text_rows);
+        let bounds = beside::FoldBounds::of(&self.config);
+        let prepare = || beside::build_fold(table, how, bounds);
         let whole = async {
             if table.name() == super::MEMORIES {
                 return self.writer.submit(WriteOp::FoldIndexes).await;
@@ -1028,12 +1028,13 @@ pub(super) mod tests {
         }
     }
 
-    /// Each fold adds a segment to the ANN index, and every search reads them all; a whole
-    /// fold (idle time's) merges them and any new rows into one, and misses nothing.
+    /// A segment fold keeps the ANN index in at most two segments (every search reads them
+    /// all): new rows join the newest while it stays under a quarter of the older one's rows;
+    /// a whole fold (idle time's) merges them and any new rows into one, and misses nothing.
     #[tokio::test]
     async fn a_whole_fold_merges_the_ann_segments_into_one() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ann_store(dir.path()).await;
+        let store = ann_store(dir.path(), 0).await;
         store.writer().submit(insert(0..700)).await.unwrap();
         store.maintain_vector_index().await.unwrap();
         store
@@ -1062,7 +1063,19 @@ pub(super) mod tests {
             (id_stats.num_indices, id_stats.num_unindexed_rows),
             (Some(1), 0)
         );
-        let next = 720;
+        // The next fold's rows join the newest segment rather than making a third…
+        store.writer().submit(insert(720..760)).await.unwrap();
+        store.fold_beside(Fold::Segment).await.unwrap();
+        assert_eq!(segments().await, (Some(2), 0));
+        let names = ["vector_idx".to_string()];
+        let dataset = super::beside::snapshot(&store.memories).await.unwrap();
+        let rows = super::beside::segment_rows(&dataset, &names).await.unwrap();
+        assert_eq!(rows, (700, 60));
+        // …until it would pass a quarter of the older one's rows: then all are merged.
+        store.writer().submit(insert(760..880)).await.unwrap();
+        store.fold_beside(Fold::Segment).await.unwrap();
+        assert_eq!(segments().await, (Some(1), 0));
+        let next = 880;
         store
             .writer()
             .submit(insert(next..next + 10))
@@ -1237,9 +1250,12 @@ pub(super) mod tests {
     const ANN_DIM: usize = 32;
 
     /// A store that builds its ANN index at 600 rows.
-    async fn ann_store(dir: &std::path::Path) -> std::sync::Arc<Store> {
+    /// A store whose ANN index is built past 600 rows and leaves up to `flat_tail` new rows
+    /// unindexed.
+    async fn ann_store(dir: &std::path::Path, flat_tail: usize) -> std::sync::Arc<Store> {
         let config = crate::config::StoreConfig {
             ann_index_min_rows: 600,
+            ann_flat_tail_rows: flat_tail,
             ..Default::default()
         };
         Store::open(dir, ANN_DIM, "test", &config, &Default::default())
@@ -1271,7 +1287,7 @@ pub(super) mod tests {
     #[tokio::test]
     async fn the_ann_index_is_built_beside_the_writer_and_misses_nothing_new() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ann_store(dir.path()).await;
+        let store = ann_store(dir.path(), 8_192).await;
         store.writer().submit(insert(0..500)).await.unwrap();
         assert_eq!(
             store.maintain_vector_index().await.unwrap(),
@@ -1319,6 +1335,23 @@ pub(super) mod tests {
             .await
             .unwrap();
         assert_eq!(hits[0].record.id, late.id);
+        // A fold leaves so small a tail to be searched so (an eighth of the index's rows at
+        // most), rather than adding a segment every search would read.
+        let ann = || async {
+            let stats = store.memories.index_stats("vector_idx").await.unwrap();
+            stats
+                .map(|s| (s.num_indices, s.num_unindexed_rows))
+                .unwrap()
+        };
+        let (segments, tail) = ann().await;
+        assert!(tail >= 1);
+        store.fold_beside(Fold::Segment).await.unwrap();
+        assert_eq!(ann().await, (segments, tail));
+        let hits = store
+            .vector_search(&late.vector, &Pred::All, 1, false)
+            .await
+            .unwrap();
+        assert_eq!(hits[0].record.id, late.id);
         assert_eq!(
             store.maintain_vector_index().await.unwrap(),
             None,
@@ -1341,7 +1374,7 @@ pub(super) mod tests {
     #[tokio::test]
     async fn an_ann_index_without_a_partition_size_is_trained_again_once() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ann_store(dir.path()).await;
+        let store = ann_store(dir.path(), 8_192).await;
         store.writer().submit(insert(0..700)).await.unwrap();
         let unsized_index = lancedb::index::vector::IvfSqIndexBuilder::default()
             .distance_type(lancedb::DistanceType::Cosine)

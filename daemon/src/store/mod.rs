@@ -278,7 +278,7 @@ impl Store {
                 nearest: nearest.clone(),
                 held_edges: held_edges.clone(),
                 embed_model: embed_model.to_string(),
-                text_segment_rows: config.text_index_segment_rows as u64,
+                fold_bounds: beside::FoldBounds::of(config),
             },
             writer::WriterSettings {
                 interval: Duration::from_millis(config.commit_interval_ms),

@@ -295,8 +295,8 @@ pub(super) struct Memories {
     /// Edges between memories join those held for the search's spread as they commit.
     pub held_edges: Arc<super::held_edges::HeldEdges>,
     pub embed_model: String,
-    /// Rows one full-text index segment holds at most (`store.text_index_segment_rows`).
-    pub text_segment_rows: u64,
+    /// What a fold leaves to later (`beside::FoldBounds`).
+    pub fold_bounds: beside::FoldBounds,
 }
 
 /// The columns every search filters on (the namespace, the model, current versions) and the
@@ -678,8 +678,7 @@ async fn fold(memories: &Memories) -> Result<bool, StoreError> {
     if memories.ann_training.load(Ordering::Acquire) {
         return Ok(false);
     }
-    let folded =
-        beside::fold_indexes(&memories.table, Fold::Segment, memories.text_segment_rows).await?;
+    let folded = beside::fold_indexes(&memories.table, Fold::Segment, memories.fold_bounds).await?;
     memories.unfolded.store(0, Ordering::Relaxed);
     Ok(folded)
 }
