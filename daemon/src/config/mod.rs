@@ -212,8 +212,8 @@ pub struct StoreConfig {
     /// segments hold less during a load (at 1M memories one segment took ~200 MB), more of
     /// them cost each text search a little.
     pub text_index_segment_rows: usize,
-    /// New memories the ANN index leaves to be scanned flat, at most (an eighth of the rows
-    /// it holds while that is fewer): each segment a fold adds costs every search the index
+    /// New memories the ANN index leaves to be scanned flat, at most (1/128 of the rows it
+    /// holds while that is fewer): each segment a fold adds costs every search the index
     /// serves, however small, where a small tail costs a read of each of its vectors.
     pub ann_flat_tail_rows: usize,
 }

@@ -31,11 +31,11 @@ pub type InTurn = futures::future::BoxFuture<'static, Result<u64, StoreError>>;
 #[derive(Debug, Clone, Copy)]
 pub struct FoldBounds {
     pub text_segment_rows: u64,
-    /// At most; an eighth of the rows the index holds while that is fewer. Each segment
-    /// costs every search served by the index, however few rows it holds: at 1M memories,
-    /// a segment of 4,300 rows beside the one of 1M made such a search's RSS 637 MB rather
-    /// than 543 (Lance caches the partitions it reads of each), and four segments 725 MB.
-    /// A tail scanned flat costs a read of each of its vectors instead.
+    /// At most; [`ANN_FLAT_TAIL_SHARE`] of the rows the index holds while that is fewer.
+    /// Each segment costs every search served by the index, however few rows it holds: at
+    /// 1M memories, a segment of 4,300 rows beside the one of 1M made such a search's RSS
+    /// 637 MB rather than 543 (Lance caches the partitions it reads of each), and four
+    /// segments 725 MB.
     pub ann_flat_tail_rows: u64,
 }
 
@@ -47,6 +47,13 @@ impl FoldBounds {
         }
     }
 }
+
+/// The share of the ANN index's rows a tail scanned flat may reach (up to
+/// `store.ann_flat_tail_rows`). Lance reads each such row's vector and compares it whole:
+/// at 100k MiniLM memories a tail of 4,200 made a search through the index 24.1 → 33.5 ms
+/// (2.2 µs a row, where the index's search at effort 0.75 costs 0.12–0.24 µs a row it
+/// holds), so a tail of 1/128 adds a tenth or so.
+const ANN_FLAT_TAIL_SHARE: u64 = 128;
 
 /// The share of the rows of the ANN index's older segment that its newest segment, with the
 /// new rows of a segment fold, may cover before the fold merges both into one: past the
@@ -118,7 +125,7 @@ async fn options(
     // anyway. Left to choose, Lance split a partition within a segment fold and merged
     // every segment with it: at 1M memories a fold of 32,768 rows took 5.0 s and 389 MB
     // of RSS in a process of its own, where a segment of them took 1.4 s and 294 MB.
-    let flat_tail = (ann_indexed / 8).min(bounds.ann_flat_tail_rows);
+    let flat_tail = (ann_indexed / ANN_FLAT_TAIL_SHARE).min(bounds.ann_flat_tail_rows);
     let mut ann_fold = match how {
         Fold::Whole if ann.segments <= 1 && unindexed == 0 => return Ok(Vec::new()),
         Fold::Whole => whole_ann_fold(ann.segments),

@@ -1323,7 +1323,9 @@ pub(super) mod tests {
         }
         assert!(same >= 180, "the index's top 10 held {same} of exact's 200");
 
-        // A row added after the build is searched one by one until folded in.
+        // A row added after the build (and a fold of those written during it) is searched
+        // one by one until folded in.
+        store.fold_beside(Fold::Segment).await.unwrap();
         let late = scattered(5_000, ANN_DIM);
         store
             .writer()
@@ -1335,8 +1337,8 @@ pub(super) mod tests {
             .await
             .unwrap();
         assert_eq!(hits[0].record.id, late.id);
-        // A fold leaves so small a tail to be searched so (an eighth of the index's rows at
-        // most), rather than adding a segment every search would read.
+        // A fold leaves so small a tail to be searched so (1/128 of the index's rows at most),
+        // rather than adding a segment every search would read.
         let ann = || async {
             let stats = store.memories.index_stats("vector_idx").await.unwrap();
             stats
