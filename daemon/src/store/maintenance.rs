@@ -184,8 +184,10 @@ impl Store {
             .clone()
     }
 
-    /// One maintenance pass through the writer; cheap when nothing needs doing. Returns
-    /// what it did.
+    /// One maintenance pass through the writer; cheap when nothing needs doing. A pass that
+    /// finds no row written since the last merges the ANN index's segments into one
+    /// ([`Fold::Settle`]), so a second segment a load left lives a pass or two past it
+    /// rather than until idle consolidation. Returns what it did.
     pub async fn maintain_indexes(
         &self,
         fold_after_rows: usize,
@@ -200,6 +202,8 @@ impl Store {
             done.push("built full-text index");
         } else if state.unindexed_rows >= fold_after_rows {
             done.extend(self.fold_beside(Fold::Segment).await?);
+        } else if self.writes_paused(&state) && self.ann_segments().await? > 1 {
+            done.extend(self.fold_beside(Fold::Settle).await?);
         }
         if !state.missing_scalar.is_empty() {
             self.writer.submit(WriteOp::BuildScalarIndexes).await?;
@@ -217,6 +221,30 @@ impl Store {
             }
         }
         Ok(done)
+    }
+
+    /// Whether the memories' rows and unindexed rows are what the last pass found (kept
+    /// for the next): no row was written between the two.
+    fn writes_paused(&self, state: &IndexState) -> bool {
+        let rows = (state.rows, state.unindexed_rows);
+        let mut last = self
+            .rows_at_last_pass
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        last.replace(rows) == Some(rows)
+    }
+
+    /// The segments of the memories' ANN index (0 before it is built).
+    async fn ann_segments(&self) -> Result<usize, StoreError> {
+        let indices = self.memories.list_indices().await?;
+        let Some(ann) = indices
+            .iter()
+            .find(|i| i.columns.iter().any(|c| c == "vector"))
+        else {
+            return Ok(0);
+        };
+        let stats = self.memories.index_stats(&ann.name).await?;
+        Ok(stats.and_then(|s| s.num_indices).unwrap_or(0) as usize)
     }
 
     /// Builds the ANN vector index once the table holds `store.ann_index_min_rows` rows, and
@@ -288,7 +316,10 @@ impl Store {
         let rewriting = self.rewrites.lock().await;
         if self.fold_holding(&rewriting, memories, how).await? > 0 {
             self.drop_replaced_file_pages().await;
-            done.push("folded new rows into indexes");
+            done.push(match how {
+                Fold::Settle => "merged the ANN index's segments into one",
+                Fold::Segment | Fold::Whole => "folded new rows into indexes",
+            });
         }
         Ok(done)
     }
@@ -1091,6 +1122,47 @@ pub(super) mod tests {
                 .unwrap();
             assert_eq!(hits[0].record.id, probe.id, "row {n}");
         }
+    }
+
+    /// A maintenance pass that finds no row written since the last merges the ANN index's
+    /// segments into one, with the rows added meanwhile; while rows keep coming it leaves
+    /// them, and once there is one segment it has nothing to do.
+    #[tokio::test]
+    async fn a_pass_after_writes_pause_merges_the_ann_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ann_store(dir.path(), 0).await;
+        store.writer().submit(insert(0..700)).await.unwrap();
+        store.maintain_vector_index().await.unwrap();
+        store.maintain_indexes(usize::MAX).await.unwrap();
+        store.writer().submit(insert(700..720)).await.unwrap();
+        store.fold_beside(Fold::Segment).await.unwrap();
+        assert_eq!(store.ann_segments().await.unwrap(), 2);
+
+        let settled = "merged the ANN index's segments into one";
+        store.maintain_indexes(usize::MAX).await.unwrap();
+        store.writer().submit(insert(720..725)).await.unwrap();
+        let done = store.maintain_indexes(usize::MAX).await.unwrap();
+        assert!(
+            !done.contains(&settled),
+            "rows came between the passes: {done:?}"
+        );
+        assert_eq!(store.ann_segments().await.unwrap(), 2);
+
+        let done = store.maintain_indexes(usize::MAX).await.unwrap();
+        assert!(done.contains(&settled), "{done:?}");
+        assert_eq!(store.ann_segments().await.unwrap(), 1);
+        let stats = store.memories.index_stats("vector_idx").await.unwrap();
+        assert_eq!(stats.unwrap().num_unindexed_rows, 0);
+        for n in [5, 710, 722] {
+            let probe = scattered(n, ANN_DIM);
+            let hits = store
+                .vector_search(&probe.vector, &Pred::All, 1, false)
+                .await
+                .unwrap();
+            assert_eq!(hits[0].record.id, probe.id, "row {n}");
+        }
+        let done = store.maintain_indexes(usize::MAX).await.unwrap();
+        assert!(!done.contains(&settled), "one segment already: {done:?}");
     }
 
     /// A compaction runs beside the writer: appends made meanwhile land, updates of the rows

@@ -164,6 +164,9 @@ pub struct Store {
     rewrites: tokio::sync::Mutex<()>,
     /// What index maintenance saw last, for status.
     last_index_state: std::sync::Mutex<Option<mnemo_protocol::daemon::IndexStatus>>,
+    /// The memories' rows and unindexed rows at the last maintenance pass: the same at the
+    /// next means writes have paused (`Fold::Settle`).
+    rows_at_last_pass: std::sync::Mutex<Option<(usize, usize)>>,
     /// Encryption at rest: the keys, if any, and whether writes are sealed.
     sealing: Arc<seal::Sealing>,
     seal_progress: Arc<seal::SealProgress>,
@@ -316,6 +319,7 @@ impl Store {
             purge: Default::default(),
             rewrites: Default::default(),
             last_index_state: Default::default(),
+            rows_at_last_pass: Default::default(),
             sealing,
             seal_progress,
             key: key.clone(),
