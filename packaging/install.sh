@@ -85,14 +85,22 @@ else
   data_dir="${MNEMO_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/mnemo}"
   mkdir -p "$data_dir"
   nohup "$prefix/bin/mnemod" run >>"$data_dir/mnemod.log" 2>&1 &
-  echo "mnemod started in the background (pid $!, log $data_dir/mnemod.log); stop it with: mnemo shutdown"
+  pid=$!
+  echo "mnemod started in the background (pid $pid, log $data_dir/mnemod.log); stop it with: mnemo shutdown"
 fi
 for _ in $(seq 1 300); do
   if "$mnemo" ping >/dev/null 2>&1; then
     "$mnemo" status
     exit 0
   fi
+  # A mnemod that refused to start (a socket directory open to others, a bad config) says
+  # why in its log's last lines: show them now rather than after the whole wait.
+  if [ -n "${pid:-}" ] && ! kill -0 "$pid" 2>/dev/null; then
+    echo "mnemod stopped as it started; the end of $data_dir/mnemod.log:" >&2
+    tail -n 3 "$data_dir/mnemod.log" >&2
+    exit 1
+  fi
   sleep 0.2
 done
-echo "mnemod did not answer within 60 s; see its log" >&2
+echo "mnemod did not answer within 60 s; see its log ($([ -n "${pid:-}" ] && echo "$data_dir/mnemod.log" || echo "journalctl --user -u mnemod, or ~/Library/Logs/mnemo"))" >&2
 exit 1

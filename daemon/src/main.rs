@@ -94,8 +94,11 @@ fn log_filter(log_level: &str) -> Result<tracing_subscriber::EnvFilter, String> 
 }
 
 fn init_logging(config: &Config, filter: tracing_subscriber::EnvFilter) {
+    use std::io::IsTerminal;
+    // Colours only on a terminal: a log file (install.sh's, launchd's) gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match config.log_format {
         LogFormat::Human => builder.init(),
