@@ -193,6 +193,7 @@ impl Store {
         fold_after_rows: usize,
     ) -> Result<Vec<&'static str>, StoreError> {
         let state = self.index_state().await?;
+        let paused = self.writes_paused(&state);
         let mut done = Vec::new();
         if state.rows == 0 {
             return Ok(done);
@@ -202,7 +203,7 @@ impl Store {
             done.push("built full-text index");
         } else if state.unindexed_rows >= fold_after_rows {
             done.extend(self.fold_beside(Fold::Segment).await?);
-        } else if self.writes_paused(&state) && self.ann_segments().await? > 1 {
+        } else if paused && self.ann_segments().await? > 1 {
             done.extend(self.fold_beside(Fold::Settle).await?);
         }
         if !state.missing_scalar.is_empty() {
@@ -1114,14 +1115,7 @@ pub(super) mod tests {
             .unwrap();
         store.fold_beside(Fold::Whole).await.unwrap();
         assert_eq!(segments().await, (Some(1), 0));
-        for n in [5, 710, next - 5, next + 5] {
-            let probe = scattered(n, ANN_DIM);
-            let hits = store
-                .vector_search(&probe.vector, &Pred::All, 1, false)
-                .await
-                .unwrap();
-            assert_eq!(hits[0].record.id, probe.id, "row {n}");
-        }
+        assert_found_by_ann(&store, [5, 710, next - 5, next + 5]).await;
     }
 
     /// A maintenance pass that finds no row written since the last merges the ANN index's
@@ -1133,6 +1127,7 @@ pub(super) mod tests {
         let store = ann_store(dir.path(), 0).await;
         store.writer().submit(insert(0..700)).await.unwrap();
         store.maintain_vector_index().await.unwrap();
+        // The full-text and scalar indexes, built by this first pass.
         store.maintain_indexes(usize::MAX).await.unwrap();
         store.writer().submit(insert(700..720)).await.unwrap();
         store.fold_beside(Fold::Segment).await.unwrap();
@@ -1153,14 +1148,7 @@ pub(super) mod tests {
         assert_eq!(store.ann_segments().await.unwrap(), 1);
         let stats = store.memories.index_stats("vector_idx").await.unwrap();
         assert_eq!(stats.unwrap().num_unindexed_rows, 0);
-        for n in [5, 710, 722] {
-            let probe = scattered(n, ANN_DIM);
-            let hits = store
-                .vector_search(&probe.vector, &Pred::All, 1, false)
-                .await
-                .unwrap();
-            assert_eq!(hits[0].record.id, probe.id, "row {n}");
-        }
+        assert_found_by_ann(&store, [5, 710, 722]).await;
         let done = store.maintain_indexes(usize::MAX).await.unwrap();
         assert!(!done.contains(&settled), "one segment already: {done:?}");
     }
@@ -1338,6 +1326,19 @@ pub(super) mod tests {
     /// The [`scattered`] memories numbered `range`, in one commit.
     fn insert(range: std::ops::Range<usize>) -> WriteOp {
         WriteOp::Insert(range.map(|n| scattered(n, ANN_DIM)).collect())
+    }
+
+    /// Each of the [`scattered`] memories numbered `rows` is its own nearest neighbour
+    /// through the ANN index.
+    async fn assert_found_by_ann(store: &Store, rows: impl IntoIterator<Item = usize>) {
+        for n in rows {
+            let probe = scattered(n, ANN_DIM);
+            let hits = store
+                .vector_search(&probe.vector, &Pred::All, 1, false)
+                .await
+                .unwrap();
+            assert_eq!(hits[0].record.id, probe.id, "row {n}");
+        }
     }
 
     /// An ANN training's sample stays within its memory budget as partitions grow (384
