@@ -235,17 +235,15 @@ impl Store {
         last.replace(rows) == Some(rows)
     }
 
-    /// The segments of the memories' ANN index (0 before it is built).
+    /// The segments of the memories' ANN index (0 before it is built), counted from the
+    /// manifest: asked of every quiet pass, where the index's stats would open it.
     async fn ann_segments(&self) -> Result<usize, StoreError> {
-        let indices = self.memories.list_indices().await?;
-        let Some(ann) = indices
-            .iter()
-            .find(|i| i.columns.iter().any(|c| c == "vector"))
-        else {
+        let dataset = beside::snapshot(&self.memories).await?;
+        let Some(vector) = dataset.schema().field("vector").map(|f| f.id) else {
             return Ok(0);
         };
-        let stats = self.memories.index_stats(&ann.name).await?;
-        Ok(stats.and_then(|s| s.num_indices).unwrap_or(0) as usize)
+        let indices = lance::index::DatasetIndexExt::load_indices(&*dataset).await?;
+        Ok(indices.iter().filter(|i| i.fields == [vector]).count())
     }
 
     /// Builds the ANN vector index once the table holds `store.ann_index_min_rows` rows, and
