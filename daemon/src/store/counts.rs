@@ -31,6 +31,12 @@ impl Counts {
         self.lock().total
     }
 
+    /// Whether every current memory is of `namespace` (and there is at least one).
+    pub fn all_of(&self, namespace: &str) -> bool {
+        let counts = self.lock();
+        counts.total > 0 && counts.by_namespace.get(namespace) == Some(&counts.total)
+    }
+
     /// Counts `row` `by` more (1 or -1).
     fn change(counts: &mut MemoryCounts, row: &MemoryRecord, by: i64) {
         Self::count(counts, row.kind.as_str(), &row.namespace, by);

@@ -74,14 +74,23 @@ impl Store {
         let Some(asked) = self.nearest.namespace_ask(limit) else {
             return Ok(None);
         };
-        let of = namespace.map_or(Pred::All, |n| col("namespace").eq(n));
-        let hits = ask(of, asked).await?;
-        self.admitted(hits, asked, limit, of_model).await
+        let hits = ask(self.asked_of(namespace), asked).await?;
+        self.admitted(hits, namespace, asked, limit, of_model).await
     }
 
-    /// `hits` (scores and row ids, best first) of an index asked for `asked` rows of one
-    /// namespace (or all), sorted out: the first `limit` that are current memories and, with
-    /// `of_model`, of the configured model. Hits held at their row ids are; the others (past
+    /// The filter an index is asked with for the rows of `namespace` (all when None): none
+    /// while it holds every current memory (a row of another written meanwhile is sorted
+    /// out by [`Store::admitted`], past versions are anyway).
+    fn asked_of(&self, namespace: Option<&str>) -> Pred {
+        match namespace {
+            Some(n) if !self.counts.all_of(n) => col("namespace").eq(n),
+            _ => Pred::All,
+        }
+    }
+
+    /// `hits` (scores and row ids, best first) of an index asked for `asked` rows of
+    /// `namespace` (or all), sorted out: the first `limit` that are current memories of it
+    /// and, with `of_model`, of the configured model. Hits held at their row ids are; the others (past
     /// versions, rows of another model) are taken by row id to see.
     /// None — the caller asks with the filter — when a hit not held has moved or gone since,
     /// or when too few were admitted while the index had more: they are then not surely
@@ -89,6 +98,7 @@ impl Store {
     async fn admitted(
         &self,
         hits: Vec<Scored>,
+        namespace: Option<&str>,
         asked: usize,
         limit: usize,
         of_model: bool,
@@ -118,8 +128,7 @@ impl Store {
             if found.len() == limit {
                 break;
             }
-            // The index was asked for the namespace's rows alone; rows held are current and
-            // of the configured model.
+            // Rows held are current and of the configured model.
             let (record, admitted) = match (held, hit.row_id) {
                 (Some(held), _) => (held.record, true),
                 (None, Some(row_id)) => match taken.remove(&row_id) {
@@ -132,7 +141,7 @@ impl Store {
                 },
                 (None, None) => return Ok(None),
             };
-            if admitted {
+            if admitted && namespace.is_none_or(|n| record.namespace == n) {
                 found.push(Scored { record, ..hit });
             }
         }
@@ -229,6 +238,54 @@ mod tests {
         let found = store.nearest_held(&QUERY, Some("b"), 3).await.unwrap();
         let found: Vec<String> = found.unwrap().into_iter().map(|s| s.record.id).collect();
         assert_eq!(found, ["b0"]);
+    }
+
+    /// A namespace that holds every current memory is asked of an index with no filter,
+    /// another once a row of another namespace is current; a hit of another namespace the
+    /// index gives all the same (written after the filter was chosen) is not admitted.
+    #[tokio::test]
+    async fn a_namespace_holding_every_memory_is_asked_with_no_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_holding(dir.path(), 0, false, 100).await;
+        let writer = store.writer();
+        let rows = (1..5).map(|i| ranked(&format!("a{i}"), "a", i)).collect();
+        writer.submit(WriteOp::Insert(rows)).await.unwrap();
+        assert_eq!(store.asked_of(Some("a")), Pred::All);
+        assert_eq!(store.asked_of(Some("b")), col("namespace").eq("b"));
+        // b0 is nearer the query than any of a's.
+        let b0 = ranked("b0", "b", 0);
+        writer.submit(WriteOp::Insert(vec![b0])).await.unwrap();
+        assert_eq!(store.asked_of(Some("a")), col("namespace").eq("a"));
+        assert_eq!(store.asked_of(None), Pred::All);
+        assert_eq!(store.refresh_nearest().await.unwrap(), Some(5));
+
+        let distances = Select::columns(&["_distance"]);
+        let unfiltered = store
+            .nearest_rows(&QUERY, &Pred::All, 5, false, distances)
+            .await
+            .unwrap();
+        let admitted = |namespace| {
+            let hits = unfiltered.clone();
+            let store = &store;
+            async move { store.admitted(hits, namespace, 5, 3, true).await.unwrap() }
+        };
+        let of_a: Vec<String> = admitted(Some("a"))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.record.id)
+            .collect();
+        assert_eq!(of_a, ["a1", "a2", "a3"]);
+        let of_all = admitted(None).await.unwrap();
+        assert_eq!(of_all[0].record.id, "b0");
+        // Asked for more of b than it has: short, and the index had no more; answered.
+        let of_b = store
+            .admitted(unfiltered.clone(), Some("b"), 6, 3, true)
+            .await;
+        assert_eq!(of_b.unwrap().map(|hits| hits.len()), Some(1));
+        // Short while the index had more: not surely b's best, so asked again.
+        let of_b = store.admitted(unfiltered, Some("b"), 5, 3, true).await;
+        assert!(of_b.unwrap().is_none());
     }
 
     /// Past the vectors' limit the codes let the vectors go and keep the ranking values,
