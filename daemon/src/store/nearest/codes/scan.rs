@@ -2,6 +2,7 @@
 //! the query, the best kept (as the scan of sign bits keeps them, `signs.rs`).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{plane_bytes, quantize, Codes, RETIRED};
 
@@ -36,6 +37,11 @@ pub(super) struct Ask<'a> {
 /// ~50 µs; 32k MiniLM rows take ~0.7 ms on one core of this 2-core EPYC).
 const ROWS_A_THREAD: usize = 32_768;
 
+/// Chunks a shared scan's rows are handed out in, for each thread (see [`shared_each`]),
+/// and the fewest rows a chunk holds: each returns its own best to be merged.
+const CHUNKS_A_THREAD: usize = 8;
+const ROWS_A_CHUNK: usize = 8_192;
+
 /// The best rows by approximate score against the query's codes (in no order), by the loop
 /// compiled for the widest vectors the CPU has. The scan streams the top half of every
 /// code from memory once (19 MB at 100k MiniLM rows), shared between the cores: the query's
@@ -56,8 +62,8 @@ pub(super) fn parts_for(rows: usize) -> usize {
     crate::linalg::threads().min(rows / ROWS_A_THREAD).max(1)
 }
 
-/// The `limit` best of what `part` finds in each of `parts` ranges of `rows`, each range
-/// on a thread of its own but the first.
+/// The `limit` best of what `part` finds in the ranges of `rows` it is handed, shared
+/// between `parts` threads (the caller's one of them).
 pub(super) fn shared(
     rows: usize,
     parts: usize,
@@ -69,7 +75,11 @@ pub(super) fn shared(
 }
 
 /// [`shared`] for `queries` at once: `part` finds each one's best in a range of rows, and
-/// the `limit` best of each query's are kept.
+/// the `limit` best of each query's are kept. The rows are handed out in chunks as threads
+/// come for them rather than a range a thread, so a thread whose core is busy (with the text
+/// leg's search beside, or the person's work) takes fewer and the scan ends with its work,
+/// not with its slowest thread: at 1M memories a hybrid search's vector leg waited for the
+/// half that shared a core with the full-text query.
 pub(super) fn shared_each(
     rows: usize,
     parts: usize,
@@ -80,24 +90,35 @@ pub(super) fn shared_each(
     if parts <= 1 {
         return part(0..rows);
     }
-    let share = rows.div_ceil(parts);
-    let range = |p: usize| (p * share).min(rows)..((p + 1) * share).min(rows);
-    let part = &part;
-    std::thread::scope(|scope| {
-        let others: Vec<_> = (1..parts)
-            .map(|p| scope.spawn(move || part(range(p))))
-            .collect();
+    let chunk = rows.div_ceil(parts * CHUNKS_A_THREAD).max(ROWS_A_CHUNK);
+    let next = AtomicUsize::new(0);
+    let work = || {
         let mut best: Vec<Best> = (0..queries).map(|_| Best::new(limit)).collect();
-        let mut offer = |found: Vec<Vec<(f32, u32)>>| {
+        loop {
+            let start = next.fetch_add(chunk, Ordering::Relaxed);
+            if start >= rows {
+                break best;
+            }
+            let found = part(start..(start + chunk).min(rows));
             for (best, found) in best.iter_mut().zip(found) {
                 found
                     .into_iter()
                     .for_each(|(score, i)| best.offer(score, i));
             }
-        };
-        offer(part(range(0)));
+        }
+    };
+    let work = &work;
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..parts).map(|_| scope.spawn(work)).collect();
+        let mut best = work();
         for other in others {
-            offer(other.join().expect("a share of a scan panicked"));
+            let found = other.join().expect("a share of a scan panicked");
+            for (best, found) in best.iter_mut().zip(found) {
+                found
+                    .into_rows()
+                    .into_iter()
+                    .for_each(|(score, i)| best.offer(score, i));
+            }
         }
         best.into_iter().map(Best::into_rows).collect()
     })
@@ -329,5 +350,49 @@ impl Best {
     pub(super) fn into_rows(mut self) -> Vec<(f32, u32)> {
         self.drop_the_worse();
         self.rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows handed out in chunks to threads that take them as they come keep the best that
+    /// one pass over every row keeps, for each query, whatever the threads' timing.
+    #[test]
+    fn a_scan_handed_out_in_chunks_keeps_what_one_pass_keeps() {
+        let rows = 100_003;
+        // Distinct scores in no order of the rows (a multiplicative hash).
+        let score =
+            |q: usize, i: usize| ((i as u64 * 2_654_435_761 + q as u64 * 97) % 1_000_003) as f32;
+        let part = |range: Range<usize>| -> Vec<Vec<(f32, u32)>> {
+            (0..3)
+                .map(|q| {
+                    let mut best = Best::new(50);
+                    range
+                        .clone()
+                        .for_each(|i| best.offer(score(q, i), i as u32));
+                    best.into_rows()
+                })
+                .collect()
+        };
+        let sorted = |found: Vec<Vec<(f32, u32)>>| -> Vec<Vec<(f32, u32)>> {
+            found
+                .into_iter()
+                .map(|mut f| {
+                    f.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    f
+                })
+                .collect()
+        };
+        let one = sorted(part(0..rows));
+        assert_eq!(one[0].len(), 50);
+        for parts in [2, 3] {
+            assert_eq!(
+                sorted(shared_each(rows, parts, 3, 50, part)),
+                one,
+                "{parts} threads"
+            );
+        }
     }
 }
