@@ -90,8 +90,9 @@ impl Store {
 
     /// `hits` (scores and row ids, best first) of an index asked for `asked` rows of
     /// `namespace` (or all), sorted out: the first `limit` that are current memories of it
-    /// and, with `of_model`, of the configured model. Hits held at their row ids are; the others (past
-    /// versions, rows of another model) are taken by row id to see.
+    /// and, with `of_model`, of the configured model. Hits held at their row ids are current
+    /// and of the model; the others (past versions, rows of another model) are taken by row
+    /// id to see.
     /// None — the caller asks with the filter — when a hit not held has moved or gone since,
     /// or when too few were admitted while the index had more: they are then not surely
     /// the best.
