@@ -99,12 +99,7 @@ pub(super) fn shared_each(
             if start >= rows {
                 break best;
             }
-            let found = part(start..(start + chunk).min(rows));
-            for (best, found) in best.iter_mut().zip(found) {
-                found
-                    .into_iter()
-                    .for_each(|(score, i)| best.offer(score, i));
-            }
+            Best::offer_each(&mut best, part(start..(start + chunk).min(rows)));
         }
     };
     let work = &work;
@@ -113,12 +108,7 @@ pub(super) fn shared_each(
         let mut best = work();
         for other in others {
             let found = other.join().expect("a share of a scan panicked");
-            for (best, found) in best.iter_mut().zip(found) {
-                found
-                    .into_rows()
-                    .into_iter()
-                    .for_each(|(score, i)| best.offer(score, i));
-            }
+            Best::offer_each(&mut best, found.into_iter().map(Best::into_rows));
         }
         best.into_iter().map(Best::into_rows).collect()
     })
@@ -330,6 +320,15 @@ impl Best {
             if self.rows.len() >= 2 * self.limit {
                 self.drop_the_worse();
             }
+        }
+    }
+
+    /// Offers each query's `found` rows to its own best.
+    fn offer_each(best: &mut [Best], found: impl IntoIterator<Item = Vec<(f32, u32)>>) {
+        for (best, found) in best.iter_mut().zip(found) {
+            found
+                .into_iter()
+                .for_each(|(score, i)| best.offer(score, i));
         }
     }
 
