@@ -91,8 +91,8 @@ impl Batch {
     }
 }
 
-/// What a scan of a range of rows holds: each query's best, and the distance under which a
-/// row may still be among them.
+/// What a thread of a scan holds of the rows it has scanned: each query's best, and the
+/// distance under which a row may still be among them.
 struct Scan {
     best: Vec<Best>,
     /// One for each lane of every group; a lane without a query keeps nothing.
@@ -120,11 +120,13 @@ pub(super) fn candidates_each(
     parts: usize,
 ) -> Vec<Vec<(f32, u32)>> {
     let rows = codes.planes.sign_scales().len();
-    shared_each(rows, parts, batch.queries(), keep, |range| {
-        let mut scan = Scan::new(batch, keep);
-        scan_part(codes, batch, &mut scan, range);
-        scan.best.into_iter().map(Best::into_rows).collect()
-    })
+    shared_each(
+        rows,
+        parts,
+        || Scan::new(batch, keep),
+        |scan, range| scan_part(codes, batch, scan, range),
+        |scan| scan.best,
+    )
 }
 
 fn scan_part(codes: &Codes, batch: &Batch, scan: &mut Scan, rows: Range<usize>) {

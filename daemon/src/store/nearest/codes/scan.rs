@@ -52,8 +52,8 @@ pub(super) fn scan(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
 
 /// The scan in `parts` ranges of rows.
 pub(super) fn scan_shared(codes: &Codes, ask: Ask, parts: usize) -> Vec<(f32, u32)> {
-    shared(rows_held(codes), parts, ask.limit, |rows| {
-        scan_part(codes, ask, rows)
+    shared(rows_held(codes), parts, ask.limit, |best, rows| {
+        scan_part(codes, ask, best, rows)
     })
 }
 
@@ -62,72 +62,79 @@ pub(super) fn parts_for(rows: usize) -> usize {
     crate::linalg::threads().min(rows / ROWS_A_THREAD).max(1)
 }
 
-/// The `limit` best of what `part` finds in the ranges of `rows` it is handed, shared
-/// between `parts` threads (the caller's one of them).
+/// The `limit` best of what `part` offers to a thread's best from the ranges of `rows` it
+/// is handed, shared between `parts` threads (the caller's one of them).
 pub(super) fn shared(
     rows: usize,
     parts: usize,
     limit: usize,
-    part: impl Fn(Range<usize>) -> Vec<(f32, u32)> + Sync,
+    part: impl Fn(&mut Best, Range<usize>) + Sync,
 ) -> Vec<(f32, u32)> {
-    let mut found = shared_each(rows, parts, 1, limit, |range| vec![part(range)]);
+    let mut found = shared_each(rows, parts, || Best::new(limit), part, |best| vec![best]);
     found.pop().unwrap_or_default()
 }
 
-/// [`shared`] for `queries` at once: `part` finds each one's best in a range of rows, and
-/// the `limit` best of each query's are kept. The rows are handed out in chunks as threads
-/// come for them rather than a range a thread, so a thread whose core is busy (with the text
-/// leg's search beside, or the person's work) takes fewer and the scan ends with its work,
-/// not with its slowest thread: at 1M memories a hybrid search's vector leg waited for the
-/// half that shared a core with the full-text query.
-pub(super) fn shared_each(
+/// [`shared`] for many queries at once: each thread starts a `state` (each query's best,
+/// and whatever else its scan keeps), `part` scans a range of rows into it, and `bests`
+/// gives each query's best of it, whose rows are merged. The rows are handed out in chunks
+/// as threads come for them rather than a range a thread, so a thread whose core is busy
+/// (with the text leg's search beside, or the person's work) takes fewer and the scan ends
+/// with its work, not with its slowest thread: at 1M memories a hybrid search's vector leg
+/// waited for the half that shared a core with the full-text query. A thread keeps its
+/// state from chunk to chunk, so each chunk starts at the floor the last one left, not
+/// from nothing: each chunk's own best was 11 % of a vector search's time at 1M hashed
+/// memories, in keeping and sorting rows a later chunk would drop.
+pub(super) fn shared_each<State: Send>(
     rows: usize,
     parts: usize,
-    queries: usize,
-    limit: usize,
-    part: impl Fn(Range<usize>) -> Vec<Vec<(f32, u32)>> + Sync,
+    state: impl Fn() -> State + Sync,
+    part: impl Fn(&mut State, Range<usize>) + Sync,
+    bests: impl Fn(State) -> Vec<Best>,
 ) -> Vec<Vec<(f32, u32)>> {
+    let rows_of = |bests: Vec<Best>| bests.into_iter().map(Best::into_rows).collect();
     if parts <= 1 {
-        return part(0..rows);
+        let mut whole = state();
+        part(&mut whole, 0..rows);
+        return rows_of(bests(whole));
     }
     let chunk = rows.div_ceil(parts * CHUNKS_A_THREAD).max(ROWS_A_CHUNK);
     let next = AtomicUsize::new(0);
     let work = || {
-        let mut best: Vec<Best> = (0..queries).map(|_| Best::new(limit)).collect();
+        let mut held = state();
         loop {
             let start = next.fetch_add(chunk, Ordering::Relaxed);
             if start >= rows {
-                break best;
+                break held;
             }
-            Best::offer_each(&mut best, part(start..(start + chunk).min(rows)));
+            part(&mut held, start..(start + chunk).min(rows));
         }
     };
     let work = &work;
     std::thread::scope(|scope| {
         let others: Vec<_> = (1..parts).map(|_| scope.spawn(work)).collect();
-        let mut best = work();
+        let mut best = bests(work());
         for other in others {
             let found = other.join().expect("a share of a scan panicked");
-            Best::offer_each(&mut best, found.into_iter().map(Best::into_rows));
+            Best::offer_each(&mut best, bests(found).into_iter().map(Best::into_rows));
         }
-        best.into_iter().map(Best::into_rows).collect()
+        rows_of(best)
     })
 }
 
 /// The scan of `rows` alone.
-fn scan_part(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
+fn scan_part(codes: &Codes, ask: Ask, best: &mut Best, rows: Range<usize>) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has AVX-512 BW (checked just above).
-            return unsafe { scan_avx512(codes, ask, rows) };
+            return unsafe { scan_avx512(codes, ask, best, rows) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { scan_avx2(codes, ask, rows) };
+            return unsafe { scan_avx2(codes, ask, best, rows) };
         }
     }
-    scan_rows_portable(codes, ask, rows)
+    scan_rows_portable(codes, ask, best, rows)
 }
 
 /// The same loop with AVX-512's byte products, 128 half-bytes at a time: `vpmaddubsw`
@@ -136,7 +143,7 @@ fn scan_part(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
 /// loop compiled for AVX-512 took as long as the scan of all eight bits had, ~1.9 ms.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn scan_avx512(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
+unsafe fn scan_avx512(codes: &Codes, ask: Ask, best: &mut Best, rows: Range<usize>) {
     use std::arch::x86_64::*;
     let half = plane_bytes(codes.dim);
     let chunks = half / 64;
@@ -148,7 +155,7 @@ unsafe fn scan_avx512(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, 
     let low_bits = _mm512_set1_epi8(15);
     let ones = _mm512_set1_epi16(1);
     let tail = chunks * 64;
-    scan_rows(codes, ask, rows, |row| {
+    scan_rows(codes, ask, best, rows, |row| {
         let mut sums = _mm512_setzero_si512();
         for c in 0..chunks {
             let b = load(row.as_ptr(), c);
@@ -170,7 +177,7 @@ unsafe fn scan_avx512(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, 
 /// of a search at 100k MiniLM rows (a fifth of the search's time in a profile).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn scan_avx2(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
+unsafe fn scan_avx2(codes: &Codes, ask: Ask, best: &mut Best, rows: Range<usize>) {
     use std::arch::x86_64::*;
     let half = plane_bytes(codes.dim);
     let chunks = half / 32;
@@ -182,7 +189,7 @@ unsafe fn scan_avx2(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u3
     let low_bits = _mm256_set1_epi8(15);
     let ones = _mm256_set1_epi16(1);
     let tail = chunks * 32;
-    scan_rows(codes, ask, rows, |row| {
+    scan_rows(codes, ask, best, rows, |row| {
         let mut sums = _mm256_setzero_si256();
         for c in 0..chunks {
             let b = load(row.as_ptr(), c);
@@ -208,7 +215,9 @@ unsafe fn scan_avx2(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u3
 /// The scan of every row by the portable loop (what the others must score alike).
 #[cfg(test)]
 pub(super) fn scan_portable(codes: &Codes, ask: Ask) -> Vec<(f32, u32)> {
-    scan_rows_portable(codes, ask, 0..rows_held(codes))
+    let mut best = Best::new(ask.limit);
+    scan_rows_portable(codes, ask, &mut best, 0..rows_held(codes));
+    best.into_rows()
 }
 
 /// Rows whose codes are held (retired ones among them).
@@ -217,51 +226,50 @@ fn rows_held(codes: &Codes) -> usize {
 }
 
 #[inline(always)]
-fn scan_rows_portable(codes: &Codes, ask: Ask, rows: Range<usize>) -> Vec<(f32, u32)> {
+fn scan_rows_portable(codes: &Codes, ask: Ask, best: &mut Best, rows: Range<usize>) {
     let (first, second) = ask.query.split_at(plane_bytes(codes.dim));
-    scan_rows(codes, ask, rows, |row| tops(row, first, second))
+    scan_rows(codes, ask, best, rows, |row| tops(row, first, second))
 }
 
 /// The `rows` of `ask`'s namespace scored from their top bits (`tops` of each row's bytes
-/// gives their product with the query), the best kept.
+/// gives their product with the query), offered to `best`.
 #[inline(always)]
 fn scan_rows(
     codes: &Codes,
     ask: Ask,
+    best: &mut Best,
     rows: Range<usize>,
     tops: impl Fn(&[u8]) -> i32,
-) -> Vec<(f32, u32)> {
+) {
     let width = plane_bytes(codes.dim);
     let first = rows.start;
     let bytes = &codes.planes.highs()[rows.start * width..rows.end * width];
     best_rows(
         codes,
         ask.space,
-        ask.limit,
+        best,
         first,
         bytes.chunks_exact(width),
         |i, row| (16 * tops(row) - ask.bias) as f32 * codes.scales[i],
     )
 }
 
-/// The `limit` best of `rows` (each row's part of a plane, in order from row `first`) of
-/// namespace `space` (all when None) by `score` (of a row's index and part).
+/// Offers `rows` (each row's part of a plane, in order from row `first`) of namespace
+/// `space` (all when None) to `best` by `score` (of a row's index and part).
 #[inline(always)]
 pub(super) fn best_rows<'a, T: 'a>(
     codes: &Codes,
     space: Option<u32>,
-    limit: usize,
+    best: &mut Best,
     first: usize,
     rows: impl Iterator<Item = &'a [T]>,
     score: impl Fn(usize, &[T]) -> f32,
-) -> Vec<(f32, u32)> {
-    let mut best = Best::new(limit);
+) {
     for (i, row) in (first..).zip(rows) {
         if asked(codes, space, i) {
             best.offer(score(i, row), i as u32);
         }
     }
-    best.into_rows()
 }
 
 /// Whether row `i` is held and of namespace `space` (all when None).
@@ -364,16 +372,13 @@ mod tests {
         // Distinct scores in no order of the rows (a multiplicative hash).
         let score =
             |q: usize, i: usize| ((i as u64 * 2_654_435_761 + q as u64 * 97) % 1_000_003) as f32;
-        let part = |range: Range<usize>| -> Vec<Vec<(f32, u32)>> {
-            (0..3)
-                .map(|q| {
-                    let mut best = Best::new(50);
-                    range
-                        .clone()
-                        .for_each(|i| best.offer(score(q, i), i as u32));
-                    best.into_rows()
-                })
-                .collect()
+        let start = || (0..3).map(|_| Best::new(50)).collect::<Vec<_>>();
+        let part = |best: &mut Vec<Best>, range: Range<usize>| {
+            for (q, best) in best.iter_mut().enumerate() {
+                range
+                    .clone()
+                    .for_each(|i| best.offer(score(q, i), i as u32));
+            }
         };
         let sorted = |found: Vec<Vec<(f32, u32)>>| -> Vec<Vec<(f32, u32)>> {
             found
@@ -384,11 +389,11 @@ mod tests {
                 })
                 .collect()
         };
-        let one = sorted(part(0..rows));
+        let one = sorted(shared_each(rows, 1, start, part, |b| b));
         assert_eq!(one[0].len(), 50);
         for parts in [2, 3] {
             assert_eq!(
-                sorted(shared_each(rows, parts, 3, 50, part)),
+                sorted(shared_each(rows, parts, start, part, |b| b)),
                 one,
                 "{parts} threads"
             );

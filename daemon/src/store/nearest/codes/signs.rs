@@ -15,6 +15,7 @@
 use std::ops::Range;
 
 use super::prefetch::prefetch;
+use super::scan::Best;
 use super::Codes;
 
 /// Words of sign bits a row of `dim` components takes: a bit for each component of its
@@ -286,7 +287,7 @@ unsafe fn candidates_avx512(
         query,
         keep,
         // Closures compiled with this function's features, as what they call needs.
-        |range| best_by_signs_avx512(codes, query, &planes, space, keep.scanned, range),
+        |best, range| best_by_signs_avx512(codes, query, &planes, space, best, range),
         |row| planes.counts(row),
     )
 }
@@ -377,9 +378,9 @@ fn best_by_signs_avx512(
     query: &SignQuery,
     planes: &QueryPlanes,
     space: Option<u32>,
-    limit: usize,
+    best: &mut Best,
     range: Range<usize>,
-) -> Vec<(f32, u32)> {
+) {
     use std::arch::x86_64::*;
     let (words, scales, signs) = (
         planes.words,
@@ -389,7 +390,6 @@ fn best_by_signs_avx512(
     // `twice` of [`SignQuery::product`] is the lanes' sum and this.
     let constant = _mm512_set1_epi64(15 * query.components - 2 * query.u_sum);
     let (step, half) = (_mm256_set1_ps(query.step), _mm256_set1_ps(0.5));
-    let mut best = super::scan::Best::new(limit);
     let blocks = range.len() / 8;
     for b in 0..blocks {
         let first = range.start + 8 * b;
@@ -421,7 +421,6 @@ fn best_by_signs_avx512(
             best.offer(query.product(weighed, set) * scale, i as u32);
         }
     }
-    best.into_rows()
 }
 
 /// The sums of eight vectors' lanes: lane `r` of the answer is the sum of vector `r`'s
@@ -473,9 +472,9 @@ pub(super) fn candidates_portable(
     keep: Keep,
 ) -> Vec<(f32, u32)> {
     let (words, scales) = (sign_words(codes.dim), codes.planes.sign_scales());
-    let best_by_signs = |range: Range<usize>| {
+    let best_by_signs = |best: &mut Best, range: Range<usize>| {
         let rows = codes.planes.signs()[range.start * words..range.end * words].chunks_exact(words);
-        super::scan::best_rows(codes, space, keep.scanned, range.start, rows, |i, row| {
+        super::scan::best_rows(codes, space, best, range.start, rows, |i, row| {
             let (weighed, set) = query.counts(row);
             query.product(weighed, set) * scales[i]
         })
@@ -495,7 +494,7 @@ fn two_stages(
     codes: &Codes,
     query: &SignQuery,
     keep: Keep,
-    best_by_signs: impl Fn(Range<usize>) -> Vec<(f32, u32)> + Sync,
+    best_by_signs: impl Fn(&mut Best, Range<usize>) + Sync,
     counts: impl Fn(&[u64]) -> (i64, i64),
 ) -> Vec<(f32, u32)> {
     // The sign bits stream from memory (64 MB at 1M MiniLM rows), so the scan is shared
