@@ -44,9 +44,10 @@ pub const SPARSE_COLUMNS: &[&str] = &[
     "sealed",
 ];
 
-/// Columns a search answers with that are held beside the codes while the vectors are (up
-/// to `store.vectors_in_memory_max_rows`, 24 bytes a row), so the take of the rows answered
-/// skips them: at 100k memories a search's take of 10 rows took 1.7–1.8 ms rather than 2.5.
+/// Columns a search answers with that are held beside the codes while the vectors are
+/// (whole or signed, 24 bytes a row), so the take of the rows answered skips them: at 100k
+/// memories a search's take of 10 rows took 1.7–1.8 ms rather than 2.5; at 1M, with the
+/// [`HELD_ANSWERS`] in files, a search takes nothing.
 /// Like [`HELD_COLUMNS`], a write that sets one other than by whole rows makes what is held
 /// stale.
 pub const HELD_WITH_VECTORS: &[&str] = &[

@@ -124,12 +124,12 @@ impl Codes {
     }
 
     /// Codes that hold two bits a component of each vector in memory, and the rest in a
-    /// file (see [`Codes::writing_to`]), with what ranking reads of each row but the columns
-    /// held with the whole codes.
+    /// file (see [`Codes::writing_to`]), with what ranking reads of each row and its
+    /// [`HELD_WITH_VECTORS`](super::super::held::HELD_WITH_VECTORS) (24 MB at 1M memories),
+    /// but not the words held with the whole codes. Their answered columns lie in files too.
     pub(super) fn signed(dim: usize) -> Self {
         Self {
             planes: Planes::signed(dim),
-            held: Held::with_vectors(false),
             words: None,
             answers: None,
             ..Self::new(dim)
@@ -138,11 +138,15 @@ impl Codes {
 
     /// Codes whose rows' ranking parts lie in a file in `dir` where one can be made
     /// (`tail.rs`). Signed codes with no file let their vectors go: held whole, their tails
-    /// would take twelve times what the signs do.
+    /// would take twelve times what the signs do. With one, their answered columns lie in
+    /// files there too, where those can be made (`answers.rs`).
     pub(super) fn writing_to(mut self, dir: &std::path::Path) -> Self {
         self.planes = std::mem::take(&mut self.planes).writing_to(dir);
-        if self.planes.is_signed() && !self.planes.tail_in_file() {
-            self.drop_vectors();
+        if self.planes.is_signed() {
+            match self.planes.tail_in_file() {
+                true => self.answers = Answers::in_files(dir),
+                false => self.drop_vectors(),
+            }
         }
         self
     }
@@ -688,6 +692,8 @@ fn sparse_vector(dim: usize, seed: usize, shared: usize) -> Vec<f32> {
 mod tests {
     use super::scan::scan_portable;
     use super::*;
+    use crate::store::schema::content_hash;
+    use mnemo_protocol::memory::MemoryKind;
 
     /// A deterministic spread of unit vectors (xorshift), like embeddings in having no
     /// structure the codes could exploit.
@@ -860,6 +866,45 @@ mod tests {
         for q in vectors(5, dim, 5) {
             assert_eq!(signed.nearest(&q, None, 20), whole.nearest(&q, None, 20));
         }
+    }
+
+    /// Signed codes answer with all a search answers with: the kind, validity and emotion
+    /// held in memory, the text and the rest in files (a search at 1M memories takes none of
+    /// its rows from the store); codes that let their vectors go hold neither.
+    #[test]
+    fn signed_codes_hold_all_a_search_answers_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let felt = |codes: &mut Codes| {
+            let mut r = held("felt", "ns", &vectors(1, 16, 3)[0]);
+            (r.kind, r.valid_from) = (MemoryKind::Semantic, 1_700_000_000_000_000);
+            (r.emotion_primary, r.emotion_intensity) = (Some("joy".into()), Some(0.75));
+            (r.content, r.content_hash) = ("A walk by the river".into(), content_hash("A walk"));
+            r.salience_factors = None;
+            codes.push(&r, Some(7), &[], Vec::new);
+            let i = codes.len() - 1;
+            let filled = codes.filled(i);
+            let held = (filled.holds_with_vectors(), filled.holds_answers());
+            (held, codes.answered(i))
+        };
+        let mut signed = Codes::signed(16).writing_to(dir.path());
+        assert!(signed.is_signed());
+        let (held, answered) = felt(&mut signed);
+        assert_eq!(held, (true, true));
+        assert_eq!(
+            (
+                answered.kind,
+                answered.valid_from,
+                answered.emotion_primary.as_deref()
+            ),
+            (MemoryKind::Semantic, 1_700_000_000_000_000, Some("joy"))
+        );
+        assert_eq!(
+            (answered.content.as_str(), answered.content_hash),
+            ("A walk by the river", content_hash("A walk"))
+        );
+        let mut unheld = Codes::signed(16).writing_to(&dir.path().join("gone"));
+        assert!(!unheld.has_vectors());
+        assert_eq!(felt(&mut unheld).0, (false, false));
     }
 
     #[test]

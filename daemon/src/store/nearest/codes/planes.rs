@@ -19,6 +19,9 @@ use super::signs::{sign_words, RowSigns};
 use super::tail::{Read, Tail, Wait};
 use crate::linalg::lane_sum;
 
+/// What the tail holds, for the log.
+const RANKING_PARTS: &str = "the vectors' codes' ranking parts";
+
 /// Appends `vector`'s codes to `out` and returns its scale: the product of two rows'
 /// scales turns the dot product of their codes into their cosine (a query's own scale moves
 /// every score alike, so a search leaves it out). `rest`, when given, is told what rounding
@@ -75,7 +78,7 @@ impl Planes {
         let width = plane_bytes(dim);
         Self {
             width,
-            tail: Tail::new(2 * width),
+            tail: Tail::new(RANKING_PARTS, 2 * width),
             ..Default::default()
         }
     }
@@ -87,7 +90,7 @@ impl Planes {
         Self {
             width,
             signed: true,
-            tail: Tail::new(3 * width),
+            tail: Tail::new(RANKING_PARTS, 3 * width),
             ..Default::default()
         }
     }

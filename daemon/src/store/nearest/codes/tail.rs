@@ -4,7 +4,8 @@
 //! the file's pages in its cache, reclaimable under pressure, rather than the daemon holding
 //! them (38 MB at 100k MiniLM memories). Rows gather in memory until a write's worth of them
 //! goes to the file at once; without a file (none could be made, or a write failed) they all
-//! stay in memory.
+//! stay in memory. What a search answers with of each row past the memories held whole
+//! (`answers.rs`) lies in such files too: its records, and its text as rows of one byte.
 
 use std::fs::File;
 use std::path::Path;
@@ -14,6 +15,8 @@ const WRITE_BYTES: usize = 1 << 20;
 
 #[derive(Default)]
 pub(super) struct Tail {
+    /// What the rows are, for the log.
+    what: &'static str,
     /// Bytes a row.
     width: usize,
     /// Unlinked (it goes with the daemon): the rows before `pending`.
@@ -27,8 +30,10 @@ pub(super) struct Tail {
 }
 
 impl Tail {
-    pub(super) fn new(width: usize) -> Self {
+    /// Rows of `width` bytes, of `what` (for the log).
+    pub(super) fn new(what: &'static str, width: usize) -> Self {
         Self {
+            what,
             width,
             ..Default::default()
         }
@@ -41,7 +46,8 @@ impl Tail {
         match file_in(dir) {
             Some(Ok(file)) => self.file = Some(file),
             Some(Err(e)) => tracing::warn!(
-                "the vectors' codes stay wholly in memory: no file for their ranking part in {}: {e}",
+                "{} stay in memory: no file for them in {}: {e}",
+                self.what,
                 dir.display()
             ),
             None => {}
@@ -59,6 +65,11 @@ impl Tail {
         self.file.is_some()
     }
 
+    /// Rows held, in the file and in memory.
+    pub(super) fn rows(&self) -> usize {
+        self.written + self.pending.len() / self.width
+    }
+
     /// Bytes allocated in memory (for the rows not yet written).
     pub(super) fn bytes(&self) -> usize {
         self.pending.capacity()
@@ -74,9 +85,10 @@ impl Tail {
         self.pending.shrink_to_fit();
     }
 
-    pub(super) fn push(&mut self, row: &[u8]) {
-        debug_assert_eq!(row.len(), self.width);
-        self.pending.extend_from_slice(row);
+    /// Appends `rows` (whole rows, one or more).
+    pub(super) fn push(&mut self, rows: &[u8]) {
+        debug_assert_eq!(rows.len() % self.width, 0);
+        self.pending.extend_from_slice(rows);
         if self.pending.len() >= WRITE_BYTES && !self.stopped {
             self.write_pending();
         }
@@ -92,7 +104,10 @@ impl Tail {
                 self.pending.clear();
             }
             Err(e) => {
-                tracing::warn!("the vectors' newer codes stay in memory: writing them failed: {e}");
+                tracing::warn!(
+                    "newer {} stay in memory: writing them failed: {e}",
+                    self.what
+                );
                 self.stopped = true;
             }
         }
@@ -105,16 +120,17 @@ impl Tail {
             self.pending[at..at + self.width].copy_from_slice(row);
         } else if let Some(file) = &self.file {
             if let Err(e) = write_at(file, row, (i * self.width) as u64) {
-                tracing::warn!("a row of the vectors' codes could not be rewritten: {e}");
+                tracing::warn!("a row of {} could not be rewritten: {e}", self.what);
             }
         }
     }
 
-    /// Row `i` into `out`, with `wait` saying whether for the disk.
+    /// Row `i` into `out` (and the rows after it that `out` has room for, all pushed at
+    /// once), with `wait` saying whether for the disk.
     pub(super) fn read_as(&self, i: usize, out: &mut [u8], wait: Wait) -> Read {
         if i >= self.written {
             let at = (i - self.written) * self.width;
-            out.copy_from_slice(&self.pending[at..at + self.width]);
+            out.copy_from_slice(&self.pending[at..at + out.len()]);
             return Read::Done;
         }
         let Some(file) = &self.file else {
@@ -255,7 +271,7 @@ mod tests {
 
     /// A tail of `rows` rows of `width` bytes, each row's bytes its index and place.
     fn filled(dir: &Path, rows: usize, width: usize) -> Tail {
-        let mut tail = Tail::new(width).writing_to(dir);
+        let mut tail = Tail::new("rows", width).writing_to(dir);
         for i in 0..rows {
             let row: Vec<u8> = (0..width).map(|b| (i * 7 + b) as u8).collect();
             tail.push(&row);
