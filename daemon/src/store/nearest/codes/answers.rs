@@ -285,8 +285,11 @@ impl Answers {
                 if at + text > self.max_text {
                     return None;
                 }
-                self.text.push(record.content.as_bytes());
-                self.text.push(record.metadata.as_bytes());
+                // In one push, so both go to the file in the same write.
+                let mut both = Vec::with_capacity(text);
+                both.extend_from_slice(record.content.as_bytes());
+                both.extend_from_slice(record.metadata.as_bytes());
+                self.text.push(&both);
                 at as u32
             }
         };

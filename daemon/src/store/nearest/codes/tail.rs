@@ -125,8 +125,8 @@ impl Tail {
         }
     }
 
-    /// Row `i` into `out` (and the rows after it that `out` has room for, all pushed at
-    /// once), with `wait` saying whether for the disk.
+    /// Row `i` into `out` (and the rows after it that `out` has room for), with `wait`
+    /// saying whether for the disk.
     pub(super) fn read_as(&self, i: usize, out: &mut [u8], wait: Wait) -> Read {
         if i >= self.written {
             let at = (i - self.written) * self.width;
@@ -136,10 +136,14 @@ impl Tail {
         let Some(file) = &self.file else {
             return Read::Failed;
         };
+        // Rows from the file, and any past it from memory.
+        let in_file = out.len().min((self.written - i) * self.width);
+        let (filed, held) = out.split_at_mut(in_file);
+        held.copy_from_slice(&self.pending[..held.len()]);
         let at = (i * self.width) as u64;
         let read = match wait {
-            Wait::Yes => read_at(file, out, at).map(|()| true),
-            Wait::No => read_cached_at(file, out, at),
+            Wait::Yes => read_at(file, filed, at).map(|()| true),
+            Wait::No => read_cached_at(file, filed, at),
         };
         match read {
             Ok(true) => Read::Done,
@@ -299,6 +303,23 @@ mod tests {
             );
             // Just written, the file's pages are in the kernel's cache.
             assert_eq!(row_of(&tail, i, Wait::No), (Read::Done, expected), "{i}");
+        }
+    }
+
+    /// Rows of one byte (text) read back across the end of the file and into memory.
+    #[test]
+    fn a_read_of_many_rows_spans_the_file_and_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tail = Tail::new("text", 1).writing_to(dir.path());
+        let text: Vec<u8> = (0..WRITE_BYTES + 5000).map(|b| (b % 251) as u8).collect();
+        tail.push(&text[..WRITE_BYTES - 10]);
+        tail.push(&text[WRITE_BYTES - 10..WRITE_BYTES + 20]);
+        tail.push(&text[WRITE_BYTES + 20..]);
+        assert_eq!(tail.written, WRITE_BYTES + 20, "the first two in the file");
+        for (at, len) in [(0, 100), (WRITE_BYTES - 50, 300), (WRITE_BYTES + 30, 400)] {
+            let mut out = vec![0; len];
+            assert_eq!(tail.read_as(at, &mut out, Wait::Yes), Read::Done);
+            assert_eq!(out, text[at..at + len], "{at}");
         }
     }
 
