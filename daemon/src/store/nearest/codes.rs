@@ -142,11 +142,10 @@ impl Codes {
     /// files there too, where those can be made (`answers.rs`).
     pub(super) fn writing_to(mut self, dir: &std::path::Path) -> Self {
         self.planes = std::mem::take(&mut self.planes).writing_to(dir);
-        if self.planes.is_signed() {
-            match self.planes.tail_in_file() {
-                true => self.answers = Answers::in_files(dir),
-                false => self.drop_vectors(),
-            }
+        if self.planes.is_signed() && self.planes.tail_in_file() {
+            self.answers = Answers::in_files(dir);
+        } else if self.planes.is_signed() {
+            self.drop_vectors();
         }
         self
     }
