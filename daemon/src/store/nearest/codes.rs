@@ -145,6 +145,7 @@ impl Codes {
         if self.planes.is_signed() && self.planes.tail_in_file() {
             self.answers = Answers::in_files(dir);
         } else if self.planes.is_signed() {
+            tracing::warn!("the vectors are not held: a search asks the ANN index");
             self.drop_vectors();
         }
         self

@@ -185,7 +185,11 @@ impl Answers {
         let held = Self::default();
         let records = held.records.writing_to(dir);
         let text = held.text.writing_to(dir);
-        (records.in_file() && text.in_file()).then(|| Self {
+        if !(records.in_file() && text.in_file()) {
+            tracing::warn!("a search reads the rows it answers with from the store");
+            return None;
+        }
+        Some(Self {
             records,
             text,
             max_text: MAX_FILED_TEXT_BYTES,

@@ -40,16 +40,12 @@ impl Tail {
     }
 
     /// Rows go to an unnamed file in `dir`, the store's directory: on the store's disk, where
-    /// a system's temporary directory may be held in memory. Where none can be made, they
-    /// stay in memory and the log says so.
+    /// a system's temporary directory may be held in memory. Where none can be made, the log
+    /// says so, and the rows stay in memory (the owner may let them go instead).
     pub(super) fn writing_to(mut self, dir: &Path) -> Self {
         match file_in(dir) {
             Some(Ok(file)) => self.file = Some(file),
-            Some(Err(e)) => tracing::warn!(
-                "{} stay in memory: no file for them in {}: {e}",
-                self.what,
-                dir.display()
-            ),
+            Some(Err(e)) => tracing::warn!("no file for {} in {}: {e}", self.what, dir.display()),
             None => {}
         }
         self
