@@ -67,7 +67,7 @@ const NOT_HELD: Answer = Answer {
 /// whether there are any.
 const RECORD_BYTES: usize = 4 * 4 + 8 + 16 + 1 + FACTORS * 4;
 
-/// Salience factors a record holds.
+/// Salience factors a record holds, in [`SalienceFactors::named`]'s order.
 const FACTORS: usize = 8;
 
 impl Answer {
@@ -86,17 +86,7 @@ impl Answer {
         out[24..40].copy_from_slice(&self.hash);
         if let Some(f) = self.factors {
             out[40] = 1;
-            let values = [
-                f.emotional_intensity,
-                f.novelty,
-                f.self_reference,
-                f.relationship,
-                f.temporal,
-                f.explicit_marking,
-                f.action_density,
-                f.context_richness,
-            ];
-            for (k, v) in values.into_iter().enumerate() {
+            for (k, (_, v)) in f.named().into_iter().enumerate() {
                 out[41 + 4 * k..45 + 4 * k].copy_from_slice(&v.to_le_bytes());
             }
         }
