@@ -268,19 +268,15 @@ impl Scoring<'_> {
     /// When no row unscored yet can reach the floor with what the terms left add
     /// (`gain`), scores only the admitted rows that can from now on.
     fn narrow(&mut self, limit: usize, gain: f32, admit: &impl Fn(u32) -> bool) {
-        let admitted = self.touched.iter().filter(|&&r| admit(r));
-        let Some(floor) = kth_best(admitted.map(|&r| self.scores[r as usize]), limit) else {
+        let mut candidates: Vec<u32> = self.touched.iter().copied().filter(|&r| admit(r)).collect();
+        let scores = candidates.iter().map(|&r| self.scores[r as usize]);
+        let Some(floor) = kth_best(scores, limit) else {
             return;
         };
         if gain >= floor {
             return;
         }
-        let mut candidates: Vec<u32> = self
-            .touched
-            .iter()
-            .copied()
-            .filter(|&r| admit(r) && self.scores[r as usize] + gain >= floor)
-            .collect();
+        candidates.retain(|&r| self.scores[r as usize] + gain >= floor);
         candidates.sort_unstable();
         self.candidates = Some(candidates);
         #[cfg(test)]
@@ -315,38 +311,32 @@ impl Scoring<'_> {
         if let Some(floor) = kth_best(scores, limit) {
             candidates.retain(|&r| self.scores[r as usize] + gain >= floor);
         }
-        let skips = match words.unordered.contains(&term) {
-            true => None,
-            false => Some(words.skips.get(&term).map_or(&[][..], Vec::as_slice)),
-        };
-        match skips {
-            Some(skips) => {
-                let mut cursor = postings.cursor(skips);
-                for &r in candidates.iter() {
-                    let count = cursor.count_at(r, words.generation[r as usize]);
-                    if count > 0 {
-                        self.scores[r as usize] += part(r as usize, count);
-                    }
-                }
-            }
+        if words.unordered.contains(&term) {
             // Rows out of order: read whole, adding to the rows scored (the candidates and
             // some left behind, which are not asked again).
-            None => {
-                for p in postings.iter() {
-                    let r = p.row as usize;
-                    if words.generation[r] == p.generation && self.scores[r] > 0.0 {
-                        self.scores[r] += part(r, p.count);
-                    }
+            for p in postings.iter() {
+                let r = p.row as usize;
+                if words.generation[r] == p.generation && self.scores[r] > 0.0 {
+                    self.scores[r] += part(r, p.count);
                 }
+            }
+            return;
+        }
+        let skips = words.skips.get(&term).map_or(&[][..], Vec::as_slice);
+        let mut cursor = postings.cursor(skips);
+        for &r in candidates.iter() {
+            let count = cursor.count_at(r, words.generation[r as usize]);
+            if count > 0 {
+                self.scores[r as usize] += part(r as usize, count);
             }
         }
     }
 
     /// The `limit` best rows scored, best first.
-    fn best(&self, limit: usize, admit: &impl Fn(u32) -> bool) -> Vec<(f32, u32)> {
-        let rows: Vec<u32> = match &self.candidates {
-            Some(candidates) => candidates.clone(),
-            None => self.touched.iter().copied().filter(|&r| admit(r)).collect(),
+    fn best(self, limit: usize, admit: &impl Fn(u32) -> bool) -> Vec<(f32, u32)> {
+        let rows: Vec<u32> = match self.candidates {
+            Some(candidates) => candidates,
+            None => self.touched.into_iter().filter(|&r| admit(r)).collect(),
         };
         let mut found: Vec<(f32, u32)> = rows
             .into_iter()
