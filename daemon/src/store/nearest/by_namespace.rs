@@ -6,10 +6,11 @@
 //! rows in proportion to the namespace's, a namespace whose rows score lower than a
 //! smaller one's fell short and was asked again with the whole filter (191 of `mnemo bench
 //! search`'s 200 text queries at 1M, beside the 4,200 memories another bench left).
-//! Any filter costs Lance's full-text search ~3 ms more at 1M (text-only p50 8.4–10.4 ms
-//! beside 2,200 memories of another namespace, 5.8–6.1 with those gone), whether it keeps the
-//! namespace's rows or leaves the others' out (`namespace <> …`, a short list of rows to
-//! leave out): measured in turn, no difference, so the namespace's own rows are asked for.
+//! A filter costs the text leg ~3 ms more at 1M (text-only p50 8.4–10.4 ms beside 2,200
+//! memories of another namespace, 5.8–6.1 with those gone). Leaving the others' rows out
+//! (`namespace <> …`) rather than keeping the namespace's showed nothing through mnemod in
+//! two rounds each, though Lance alone (pylance, same store) took p50 3.5–4.0 ms so against
+//! 5.8–6.2 with `namespace = …` and 3.2 with no filter: not kept until mnemod shows it.
 
 use std::collections::HashMap;
 
