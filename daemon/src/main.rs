@@ -226,7 +226,13 @@ mod tests {
 
     /// What a subscriber with `log_filter(level)` writes of four events: a warning from
     /// Lance's vector index builder, from `lance::dataset` and from mnemod, info from `lance::io`.
+    /// One test at a time: the events' callsites are shared, and tracing caches whether a
+    /// callsite is wanted across the subscribers alive, so a test whose filter drops one
+    /// could hide it for a while from another's that keeps it (a CI run lost the builder's
+    /// warning so).
     fn logged(level: &str) -> String {
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         #[derive(Clone, Default)]
         struct Sink(Arc<Mutex<Vec<u8>>>);
         impl std::io::Write for Sink {
