@@ -22,28 +22,36 @@ pub fn release_freed_memory() {
     }
 }
 
-/// Hands back the pages of mnemod's own code and constants that start-up read, returning
-/// the bytes advised. The program is large (~150 MB of code and constants, mostly LanceDB's,
-/// DataFusion's and candle's), the kernel maps it in 64 KB runs around each page touched,
-/// and start-up runs much that nothing runs again (opening and migrating the store, loading
-/// the model): at 100k memories 108 MB of a 222 MB RSS were the program's own pages, where
-/// serving searches needs ~50 MB of them. What is needed again is read back from the file
-/// (the first search after this took 120 ms rather than 20). Linux only; elsewhere, and on
-/// kernels before 5.4, nothing happens.
+/// Lets go of the pages of mnemod's own code and constants mapped into it, returning the
+/// bytes advised. The program is large (~150 MB of code and constants, mostly LanceDB's,
+/// DataFusion's and candle's) and the kernel maps it in 64 KB runs around each page run, so
+/// whatever ran once stays counted in RSS: start-up, and each maintenance pass or
+/// consolidation phase (Lance's reads, SQL filters, index folds) brought back 60-100 MB of
+/// code where serving searches needs ~20 MB. The pages stay in the page cache: what runs
+/// again is mapped back by a minor fault, with no read from disk (paging out, as before,
+/// made the first search after it take 120 ms rather than 20). Linux only; elsewhere
+/// nothing happens.
 pub fn drop_code_pages() -> u64 {
     #[cfg(target_os = "linux")]
     {
-        let (Ok(maps), Ok(exe)) = (
-            std::fs::read_to_string("/proc/self/maps"),
-            std::env::current_exe(),
-        ) else {
-            return 0;
-        };
+        // Read once: the program's mappings do not change while it runs.
+        static CLEAN: std::sync::OnceLock<Vec<(usize, usize)>> = std::sync::OnceLock::new();
+        let clean = CLEAN.get_or_init(|| {
+            let (Ok(smaps), Ok(exe)) = (
+                std::fs::read_to_string("/proc/self/smaps"),
+                std::env::current_exe(),
+            ) else {
+                return Vec::new();
+            };
+            clean_mappings_of(&smaps, &exe.to_string_lossy())
+        });
         let mut advised = 0;
-        for (start, len) in read_only_mappings_of(&maps, &exe.to_string_lossy()) {
-            // SAFETY: the range is a whole read-only mapping of this process's own file, and
-            // paging it out changes no content: a later read faults the page back in.
-            if unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_PAGEOUT) } == 0 {
+        for &(start, len) in clean {
+            // SAFETY: the range is a whole mapping of this process's own file that it never
+            // wrote (no write access, no anonymous page: not the constants the loader
+            // relocated), so dropping its pages changes no content: a later access maps the
+            // file's page again.
+            if unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) } == 0 {
                 advised += len as u64;
             }
         }
@@ -53,25 +61,52 @@ pub fn drop_code_pages() -> u64 {
     0
 }
 
-/// The address ranges of `/proc/self/maps` lines that map `path` without write access
-/// (written pages are the process's own copies, which paging out would not give back).
+/// The address ranges of `/proc/self/smaps` entries that map `path` with neither write
+/// access nor an anonymous page: the file's own pages, which can be dropped and mapped
+/// again. A read-only mapping with anonymous pages (the constants the loader relocated
+/// before making them read-only) holds the process's own copies and is left.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn read_only_mappings_of(maps: &str, path: &str) -> Vec<(usize, usize)> {
-    maps.lines()
-        .filter_map(|line| {
-            let mut fields = line.splitn(6, ' ');
-            let range = fields.next()?;
-            let perms = fields.next()?;
-            let mapped = fields.nth(3)?.trim_start();
-            if mapped != path || perms.contains('w') {
-                return None;
+fn clean_mappings_of(smaps: &str, path: &str) -> Vec<(usize, usize)> {
+    let mut clean = Vec::new();
+    // The mapping the lines read belong to, while it may still be clean.
+    let mut current: Option<(usize, usize)> = None;
+    for line in smaps.lines() {
+        if let Some(mapping) = mapping_header(line) {
+            clean.extend(current.take());
+            current =
+                (mapping.path == path && !mapping.writable).then_some((mapping.start, mapping.len));
+        } else if let Some(kib) = line.strip_prefix("Anonymous:") {
+            if kib.trim().trim_end_matches("kB").trim() != "0" {
+                current = None;
             }
-            let (start, end) = range.split_once('-')?;
-            let start = usize::from_str_radix(start, 16).ok()?;
-            let end = usize::from_str_radix(end, 16).ok()?;
-            (end > start).then_some((start, end - start))
-        })
-        .collect()
+        }
+    }
+    clean.extend(current);
+    clean
+}
+
+struct Mapping<'a> {
+    start: usize,
+    len: usize,
+    writable: bool,
+    path: &'a str,
+}
+
+/// The mapping a line starts the entry of (`start-end perms offset dev inode path`, the path
+/// empty for one that maps no file), `None` for any other line.
+fn mapping_header(line: &str) -> Option<Mapping<'_>> {
+    let mut fields = line.splitn(6, ' ');
+    let (start, end) = fields.next()?.split_once('-')?;
+    let start = usize::from_str_radix(start, 16).ok()?;
+    let end = usize::from_str_radix(end, 16).ok()?;
+    let perms = fields.next()?;
+    let path = fields.nth(3).map_or("", str::trim_start);
+    (end > start).then_some(Mapping {
+        start,
+        len: end - start,
+        writable: perms.contains('w'),
+        path,
+    })
 }
 
 fn parse_proc_status(status: &str) -> Option<ProcessMemory> {
@@ -102,35 +137,56 @@ mod tests {
     }
 
     #[test]
-    fn the_read_only_mappings_of_the_program_are_found_in_proc_maps() {
-        let maps = "\
+    fn the_programs_clean_mappings_are_found_in_proc_smaps() {
+        let smaps = "\
 55a2774d3000-55a27a59e000 r--p 00000000 fe:00 10010674                   /usr/bin/mnemod
+Rss:                4208 kB
+Anonymous:             0 kB
+VmFlags: rd mr mw me sd
 55a27a59e000-55a28099e000 r-xp 030ca000 fe:00 10010674                   /usr/bin/mnemod
+Rss:               55780 kB
+Anonymous:             0 kB
+55a280f00000-55a280f3a000 r--p 09a2a000 fe:00 10010674                   /usr/bin/mnemod
+Rss:                6300 kB
+Anonymous:          6300 kB
 55a280f3a000-55a280f4c000 rw-p 09a64000 fe:00 10010674                   /usr/bin/mnemod
+Anonymous:             0 kB
 55a280f4c000-55a280f5c000 r-xp 00000000 fe:00 10010675                   /usr/bin/mnemod-old
+Anonymous:             0 kB
 7f0000000000-7f0000001000 r--p 00000000 fe:00 10010676                   /usr/lib/my lib.so
+Anonymous:             0 kB
 7f0000002000-7f0000003000 rw-p 00000000 00:00 0
+Anonymous:             4 kB
 ";
         assert_eq!(
-            super::read_only_mappings_of(maps, "/usr/bin/mnemod"),
+            super::clean_mappings_of(smaps, "/usr/bin/mnemod"),
             vec![
                 (0x55a2774d3000, 0x55a27a59e000 - 0x55a2774d3000),
                 (0x55a27a59e000, 0x55a28099e000 - 0x55a27a59e000),
             ]
         );
         assert_eq!(
-            super::read_only_mappings_of(maps, "/usr/lib/my lib.so"),
+            super::clean_mappings_of(smaps, "/usr/lib/my lib.so"),
             vec![(0x7f0000000000, 0x1000)]
         );
-        assert!(super::read_only_mappings_of(maps, "/usr/bin/other").is_empty());
+        assert!(super::clean_mappings_of(smaps, "/usr/bin/other").is_empty());
     }
 
-    /// Paging out the test binary's own code leaves it running (each page is read back
-    /// from the file as it is needed).
+    /// Dropping the test binary's own pages, again and again, leaves it running: its code
+    /// and constants are mapped back as needed, and the relocated ones (vtables, which a
+    /// call through `dyn` reads) are its own copies, left alone.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_programs_code_pages_can_be_handed_back_while_it_runs() {
-        assert!(super::drop_code_pages() > 0);
+        let say: Vec<Box<dyn Fn(f64) -> String>> = vec![
+            Box::new(|x| format!("{x:.1}")),
+            Box::new(|x| format!("{x:e}")),
+        ];
+        for _ in 0..3 {
+            assert!(super::drop_code_pages() > 0);
+            assert_eq!(say[0](1.25), "1.2");
+            assert_eq!(say[1](1500.0), "1.5e3");
+        }
     }
 
     #[cfg(target_os = "linux")]

@@ -470,10 +470,13 @@ async fn phases(pace: &mut Pace, run: &mut RunRecord) -> Result<(), Stop> {
         ctx.store.drop_cached_pages().await;
         // A phase's code (and Lance's for its reads and writes) mostly runs in no other
         // phase, and the kernel maps code 64 KB around each page run: at 1M memories
-        // 90-104 MB of mnemod's code stayed resident through a first run; paged out after
+        // 90-104 MB of mnemod's code stayed resident through a first run; let go after
         // each phase, the storage phase topped with 40 MB of it.
         let bytes = crate::process::drop_code_pages();
-        tracing::debug!("paged out mnemod's own code ({} MB mapped)", bytes >> 20);
+        tracing::debug!(
+            "let go of mnemod's own code pages ({} MB mapped)",
+            bytes >> 20
+        );
         result?;
         run.phases[i].state = PhaseState::Done;
         run.phases[i].completed_at = Some(format_micros(now_micros()));

@@ -136,6 +136,9 @@ async fn inventory_loop(engine: Sampler) {
             {
                 tracing::warn!("writing the process inventory failed: {e}");
             }
+            // The merge ran DataFusion's join and Lance's writing code: ~60 MB of mnemod's
+            // own pages that stayed mapped until the next maintenance pass.
+            crate::process::drop_code_pages();
         }
     }
 }
@@ -158,6 +161,9 @@ async fn write_snapshots(engine: &Sampler, rows: Vec<Snapshot>) {
         }
         Err(e) => tracing::warn!("encoding snapshots failed: {e}"),
     }
+    // A minute's append ran Lance's writing code, which nothing a person waits for needs
+    // mapped until the next (see `drop_code_pages`).
+    crate::process::drop_code_pages();
 }
 
 /// Detects the profile, and stores it when it differs from the last one stored.
