@@ -578,20 +578,24 @@ pub async fn run(
     let mut purge_due: Option<tokio::time::Instant> = None;
     loop {
         let purge_at = purge_due.unwrap_or_else(|| tokio::time::Instant::now() + MAINTENANCE_EVERY);
-        tokio::select! {
+        // Whether the arm taken ran Lance's code (all but noting a forget).
+        let worked = tokio::select! {
             _ = shutdown.requested() => break,
             _ = store.fold_due.notified() => {
                 match store.fold_beside(Fold::Segment).await {
                     Ok(done) => done.into_iter().for_each(|what| publish(&events, what)),
                     Err(e) => tracing::warn!("folding new rows into the indexes failed (retried later): {e}"),
                 }
+                true
             }
             _ = store.purge.notified() => {
                 purge_due.get_or_insert_with(|| tokio::time::Instant::now() + purge_delay);
+                false
             }
             _ = tokio::time::sleep_until(purge_at), if purge_due.is_some() => {
                 purge_due = None;
                 purge(&store, &events).await;
+                true
             }
             _ = tick.tick() => {
                 let mut changed = false;
@@ -654,16 +658,19 @@ pub async fn run(
                         Err(e) => tracing::warn!("pruning old memory versions failed: {e}"),
                     }
                 }
+                true
             }
-        }
+        };
         // A pass, fold or purge runs much of Lance's code that searches never run (start-up
         // more still), and each page run stays mapped: at 100k memories a quiet pass every
         // 20 s kept 60 MB of it, where searches need ~20.
-        let bytes = crate::process::drop_code_pages();
-        tracing::trace!(
-            "let go of mnemod's own code pages ({} MB mapped)",
-            bytes >> 20
-        );
+        if worked {
+            let bytes = crate::process::drop_code_pages();
+            tracing::trace!(
+                "let go of mnemod's own code pages ({} MB mapped)",
+                bytes >> 20
+            );
+        }
     }
     if purge_due.is_some() {
         purge(&store, &events).await;

@@ -1,16 +1,17 @@
 //! Index queries asked of a namespace alone and sorted out after from the values held.
 //! Lance's prefilter on the current memories (`valid_to IS NULL`) goes through the B-tree
 //! on `valid_to`, which hands back every current row's address, sorted, for each query: at
-//! 1M memories a full-text query took ~16.5 ms so against ~3.2 ms asked of its namespace
-//! alone (a bitmap) and ~2.5 ms with no filter. Asked with no filter and a share of the
-//! rows in proportion to the namespace's, a namespace whose rows score lower than a
+//! 1M memories a full-text query took ~16.5 ms that way, against ~3.2 ms asked of its
+//! namespace alone (a bitmap) and ~2.5 ms with no filter. Asked with no filter and a share
+//! of the rows in proportion to the namespace's, a namespace whose rows score lower than a
 //! smaller one's fell short and was asked again with the whole filter (191 of `mnemo bench
-//! search`'s 200 text queries at 1M, beside the 4,200 memories another bench left).
-//! A filter costs the text leg ~3 ms more at 1M (text-only p50 8.4–10.4 ms beside 2,200
+//! search`'s 200 text queries at 1M, beside the 4,200 memories another bench left). A
+//! filter costs the text leg ~3 ms more at 1M (text-only p50 8.4–10.4 ms beside 2,200
 //! memories of another namespace, 5.8–6.1 with those gone). Leaving the others' rows out
 //! (`namespace <> …`) rather than keeping the namespace's showed nothing through mnemod in
-//! two rounds each, though Lance alone (pylance, same store) took p50 3.5–4.0 ms so against
-//! 5.8–6.2 with `namespace = …` and 3.2 with no filter: not kept until mnemod shows it.
+//! two rounds each, though Lance alone (pylance, same store) took p50 3.5–4.0 ms that way,
+//! against 5.8–6.2 with `namespace = …` and 3.2 with no filter: not kept until mnemod shows
+//! it.
 
 use std::collections::HashMap;
 
