@@ -618,6 +618,13 @@ pub async fn run(
                 if let Err(e) = store.refresh_nearest().await {
                     tracing::warn!("reading the vectors held in memory failed (retried next pass): {e}");
                 }
+                // The kernel lets the codes' files go from its cache unless they are read
+                // (`Tail::keep_cached`); they are asked back while a quarter of the memory
+                // available holds them.
+                if let Some(available) = crate::process::available_memory() {
+                    let bytes = store.nearest.keep_files_cached(available / 4);
+                    tracing::trace!("asked the kernel to keep {} MB of codes cached", bytes >> 20);
+                }
                 if let Err(e) = store.refresh_held_edges().await {
                     tracing::warn!("reading the edges held in memory failed (retried next pass): {e}");
                 }

@@ -475,6 +475,18 @@ impl Codes {
         self.retired + self.rewritten
     }
 
+    /// Asks the kernel to hold the files the rows' ranking parts and answers lie in, in its
+    /// cache, those that fit in `room` bytes (the ranking parts first: every search reads
+    /// them); returns the bytes asked for.
+    pub(super) fn keep_files_cached(&self, mut room: u64) -> u64 {
+        let ranking = self.planes.keep_cached(&mut room);
+        let answers = self
+            .answers
+            .as_ref()
+            .map_or(0, |a| a.keep_cached(&mut room));
+        ranking + answers
+    }
+
     /// Whether each row's words are held (a text search can be answered here).
     pub(super) fn holds_words(&self) -> bool {
         self.words.is_some()

@@ -152,6 +152,13 @@ impl Nearest {
         Some(found.map(|f| Proposed::of(codes, f)).collect())
     }
 
+    /// Asks the kernel to hold the codes' files in its cache, those that fit in `room` bytes;
+    /// returns the bytes asked for.
+    pub fn keep_files_cached(&self, room: u64) -> u64 {
+        let codes = self.codes.read().unwrap_or_else(|e| e.into_inner());
+        codes.as_ref().map_or(0, |c| c.keep_files_cached(room))
+    }
+
     /// Candidates for `limit` results of a text search for `terms` (the analyzer's tokens of
     /// the query), ranked from the values held at their BM25 scores; None while no words
     /// or no exact values are held, when not all `current` memories are (some of another

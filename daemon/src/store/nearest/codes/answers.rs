@@ -196,6 +196,11 @@ impl Answers {
         self.text.shrink_to_fit();
     }
 
+    /// Asks the kernel to hold the files in its cache (`Tail::keep_cached`).
+    pub(super) fn keep_cached(&self, room: &mut u64) -> u64 {
+        self.records.keep_cached(room) + self.text.keep_cached(room)
+    }
+
     /// Row `row`'s record; None past the last row, or where the file could not be read.
     fn record(&self, row: usize) -> Option<Answer> {
         if row >= self.records.rows() || self.unreadable.load(Ordering::Relaxed) {

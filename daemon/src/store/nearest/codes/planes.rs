@@ -106,6 +106,11 @@ impl Planes {
         self.tail.in_file()
     }
 
+    /// Asks the kernel to hold the tails' file in its cache ([`Tail::keep_cached`]).
+    pub(super) fn keep_cached(&self, room: &mut u64) -> u64 {
+        self.tail.keep_cached(room)
+    }
+
     /// Every row's sign bits, row after row (signed planes).
     pub(super) fn signs(&self) -> &[u64] {
         &self.signs
