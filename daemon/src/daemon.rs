@@ -228,9 +228,14 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         entities,
         shutdown.clone(),
     ));
+    let available_memory = {
+        let monitor = monitor.clone();
+        move || monitor.snapshot().and_then(|s| s.ram_available_bytes)
+    };
     let maintenance = tokio::spawn(store::maintenance::run(
         store.clone(),
         Duration::from_secs(config.consolidate.version_retention_hours * 3600),
+        available_memory,
         events.clone(),
         shutdown.clone(),
     ));

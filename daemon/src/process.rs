@@ -110,7 +110,11 @@ fn mapping_header(line: &str) -> Option<Mapping<'_>> {
 }
 
 fn parse_proc_status(status: &str) -> Option<ProcessMemory> {
-    let kib = |key: &str| kib_field(status, key);
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        let value = line[key.len()..].trim().trim_end_matches("kB").trim();
+        value.parse::<u64>().ok().map(|k| k * 1024)
+    };
     Some(ProcessMemory {
         rss_bytes: kib("VmRSS:")?,
         anon_bytes: kib("RssAnon:")?,
@@ -120,34 +124,8 @@ fn parse_proc_status(status: &str) -> Option<ProcessMemory> {
     })
 }
 
-/// Bytes of the field `key` (with its colon) of a `/proc` file that gives sizes in kB.
-fn kib_field(text: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    let value = line[key.len()..].trim().trim_end_matches("kB").trim();
-    value.parse::<u64>().ok().map(|k| k * 1024)
-}
-
-/// Memory the system could give without swapping (`MemAvailable` of `/proc/meminfo`);
-/// None where it is not known (not Linux).
-pub fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    kib_field(&meminfo, "MemAvailable:")
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn available_memory_is_read_from_meminfo() {
-        let meminfo = "MemTotal:       24684544 kB\nMemFree:        17753956 kB\nMemAvailable:   23420612 kB\n";
-        assert_eq!(
-            super::kib_field(meminfo, "MemAvailable:"),
-            Some(23420612 * 1024)
-        );
-        assert_eq!(super::kib_field(meminfo, "Cached:"), None);
-        #[cfg(target_os = "linux")]
-        assert!(super::available_memory().is_some_and(|b| b > 0));
-    }
-
     #[test]
     fn resident_memory_is_read_by_kind_from_proc_status() {
         let status = "Name:\tmnemod\nVmRSS:\t  363252 kB\nRssAnon:\t  215564 kB\nRssFile:\t  147688 kB\nRssShmem:\t       0 kB\n";

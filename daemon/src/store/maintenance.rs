@@ -563,9 +563,11 @@ async fn unindexed_rows(table: &Table) -> Result<usize, StoreError> {
 /// consolidation prunes them while idle, but a store that is never idle would otherwise keep
 /// every index file each fold replaced (42 GB of them loading 1M memories). Each pass
 /// prunes sooner the tables whose old versions outgrew them ([`VersionBound`]).
+/// `available_memory` is what the machine has to spare as the hardware sampler last saw it.
 pub async fn run(
     store: Arc<Store>,
     memory_versions_kept: Duration,
+    available_memory: impl Fn() -> Option<u64>,
     events: EventBus,
     shutdown: Shutdown,
 ) {
@@ -621,7 +623,7 @@ pub async fn run(
                 // The kernel lets the codes' files go from its cache unless they are read
                 // (`Tail::keep_cached`); they are asked back while a quarter of the memory
                 // available holds them.
-                if let Some(available) = crate::process::available_memory() {
+                if let Some(available) = available_memory() {
                     let bytes = store.nearest.keep_files_cached(available / 4);
                     tracing::trace!("asked the kernel to keep {} MB of codes cached", bytes >> 20);
                 }
