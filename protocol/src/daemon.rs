@@ -97,7 +97,8 @@ pub struct IndexStatus {
     pub ann_min_rows: u64,
     /// Rows added since the last fold, searched one by one meanwhile.
     pub unindexed_rows: u64,
-    /// Nothing for maintenance to do: every index built and folded.
+    /// Nothing for maintenance to do: every index built, new rows folded in (a few hundred
+    /// may wait for more), the ANN index in one segment.
     pub settled: bool,
     /// Current memories whose vectors are held in memory (8-bit codes) and scanned for the
     /// vector leg; absent when the ANN index (or exact search) serves it.

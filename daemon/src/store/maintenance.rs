@@ -22,7 +22,7 @@ use crate::shutdown::Shutdown;
 
 use super::beside::{self, Fold, InTurn, IndexRows, Merged};
 use super::versions::{VersionBound, WithinBound};
-use super::writer::{FOLD_AFTER_ROWS, SCALAR_INDEXES};
+use super::writer::SCALAR_INDEXES;
 
 /// How often index maintenance looks for new rows to fold in.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(20);
@@ -39,11 +39,12 @@ const SMALL_MEMORY_FRAGMENTS: usize = 8;
 /// merges them before this.
 const SMALL_INDEXED_MEMORY_FRAGMENTS: usize = 512;
 /// Unindexed rows past which a maintenance pass folds them in, in the memories and in the
-/// edges (the writer wakes a fold at once past [`FOLD_AFTER_ROWS`], for bulk loads). Every
-/// search reads each unindexed row: at 100k memories 1,322 unfolded memories made the
-/// full-text leg 8.8 ms instead of 4.0 (their words are tokenised per query), and 1,858
-/// unfolded edges made the graph step's lookup 5.3 ms instead of 1.1. A fold runs beside the
-/// writer; a few hundred edges fold into 500k edges' B-trees in 0.2 s.
+/// edges (the writer wakes a fold at once past
+/// [`FOLD_AFTER_ROWS`](super::writer::FOLD_AFTER_ROWS), for bulk loads). Every search reads
+/// each unindexed row: at 100k memories 1,322 unfolded memories made the full-text leg
+/// 8.8 ms instead of 4.0 (their words are tokenised per query), and 1,858 unfolded edges made
+/// the graph step's lookup 5.3 ms instead of 1.1. A fold runs beside the writer; a few
+/// hundred edges fold into 500k edges' B-trees in 0.2 s.
 const FOLD_EACH_PASS_AFTER_ROWS: usize = 256;
 /// Versions of the bookkeeping tables younger than this are kept (and pruning runs this
 /// often): nothing reads their past, only a commit in flight needs its version.
@@ -156,16 +157,20 @@ impl Store {
             ann_sized: self.meta_get(ANN_PARTITION_ROWS).await?.is_some(),
         };
         let min = self.config.ann_index_min_rows;
+        // Settled means no pass has work left: none folds fewer unindexed rows than this,
+        // and a second ANN segment waits for the pass that merges it (`Fold::Settle`).
+        let settled = state.has_fts
+            && state.missing_scalar.is_empty()
+            && state.ann_due(min).is_none()
+            && unindexed_rows < FOLD_EACH_PASS_AFTER_ROWS
+            && self.nearest.placed()
+            && self.ann_segments().await? <= 1;
         let status = IndexStatus {
             rows: rows as u64,
             ann: state.has_vector_index,
             ann_min_rows: min as u64,
             unindexed_rows: unindexed_rows as u64,
-            settled: state.has_fts
-                && state.missing_scalar.is_empty()
-                && state.ann_due(min).is_none()
-                && unindexed_rows < FOLD_AFTER_ROWS
-                && self.nearest.placed(),
+            settled,
             held_vectors: self.nearest.vector_rows().map(|n| n as u64),
             held_vector_signs: self.nearest.signed(),
         };
@@ -1144,6 +1149,11 @@ pub(super) mod tests {
         store.writer().submit(insert(700..720)).await.unwrap();
         store.fold_beside(Fold::Segment).await.unwrap();
         assert_eq!(store.ann_segments().await.unwrap(), 2);
+        let status_settled = || async {
+            store.index_state().await.unwrap();
+            store.last_index_state().unwrap().settled
+        };
+        assert!(!status_settled().await, "a merge is still due");
 
         let settled = "merged the ANN index's segments into one";
         store.maintain_indexes(usize::MAX).await.unwrap();
@@ -1163,6 +1173,7 @@ pub(super) mod tests {
         assert_found_by_ann(&store, [5, 710, 722]).await;
         let done = store.maintain_indexes(usize::MAX).await.unwrap();
         assert!(!done.contains(&settled), "one segment already: {done:?}");
+        assert!(status_settled().await);
     }
 
     /// A compaction runs beside the writer: appends made meanwhile land, updates of the rows
