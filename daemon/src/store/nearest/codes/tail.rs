@@ -199,9 +199,7 @@ fn file_in(dir: &Path) -> Option<std::io::Result<File>> {
 /// pages left unread (as it may while memory is plenty) keeps only part of it.
 #[cfg(target_os = "linux")]
 fn read_at_random(file: &File) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: an advice on an open descriptor; it changes no memory of ours.
-    let advised = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    let advised = advise(file, 0, 0, libc::POSIX_FADV_RANDOM);
     if advised != 0 {
         tracing::debug!("the codes' file takes no advice on its reads: error {advised}");
     }
@@ -219,18 +217,9 @@ const WILL_NEED_BYTES: u64 = 128 << 10;
 /// not hold, without waiting for them.
 #[cfg(target_os = "linux")]
 fn will_need(file: &File, bytes: u64) {
-    use std::os::fd::AsRawFd;
     for at in (0..bytes).step_by(WILL_NEED_BYTES as usize) {
         let len = WILL_NEED_BYTES.min(bytes - at);
-        // SAFETY: an advice on an open descriptor; it changes no memory of ours.
-        let advised = unsafe {
-            libc::posix_fadvise(
-                file.as_raw_fd(),
-                at as libc::off_t,
-                len as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            )
-        };
+        let advised = advise(file, at, len, libc::POSIX_FADV_WILLNEED);
         if advised != 0 {
             tracing::debug!("the codes' file takes no advice to read ahead: error {advised}");
             return;
@@ -240,6 +229,21 @@ fn will_need(file: &File, bytes: u64) {
 
 #[cfg(not(target_os = "linux"))]
 fn will_need(_: &File, _: u64) {}
+
+/// `posix_fadvise` of `len` bytes of `file` from `at` (0: to its end); 0 or the error.
+#[cfg(target_os = "linux")]
+fn advise(file: &File, at: u64, len: u64, advice: libc::c_int) -> libc::c_int {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an advice on an open descriptor; it changes no memory of ours.
+    unsafe {
+        libc::posix_fadvise(
+            file.as_raw_fd(),
+            at as libc::off_t,
+            len as libc::off_t,
+            advice,
+        )
+    }
+}
 
 /// `out` from `at` if the kernel holds those bytes in its cache (true); false if not, where
 /// Linux has then sent for the pages it lacks without waiting for them, so reads that wait
@@ -385,17 +389,14 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn pages_the_kernel_let_go_of_are_asked_back_while_they_fit() {
-        use std::os::fd::AsRawFd;
         let dir = tempfile::tempdir().unwrap();
         let tail = filled(dir.path(), 5000, 576);
         let file = tail.file.as_ref().unwrap();
         file.sync_all().unwrap();
         let bytes = tail.written * tail.width();
         let pages = cached_pages(file, bytes);
-        // SAFETY: advice on an open descriptor: its clean pages leave the cache.
-        let dropped =
-            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert_eq!(dropped, 0);
+        // Its clean pages leave the cache.
+        assert_eq!(super::advise(file, 0, 0, libc::POSIX_FADV_DONTNEED), 0);
         if cached_pages(file, bytes) == pages {
             return; // A file system in memory: its pages are never let go of.
         }
@@ -446,10 +447,8 @@ mod tests {
         let tail = filled(dir.path(), rows, width);
         let file = tail.file.as_ref().unwrap();
         file.sync_all().unwrap();
-        // SAFETY: advice on an open descriptor: its clean pages leave the cache.
-        let dropped =
-            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert_eq!(dropped, 0);
+        // Its clean pages leave the cache.
+        assert_eq!(super::advise(file, 0, 0, libc::POSIX_FADV_DONTNEED), 0);
         let in_memory_fs = {
             // SAFETY: statfs of an open descriptor into a zeroed struct it fills.
             let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
