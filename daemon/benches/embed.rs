@@ -58,6 +58,23 @@ fn main() {
             return;
         }
     };
+    // What `mnemo bench` prints first too, so figures from different machines and builds
+    // are not compared as if alike.
+    println!(
+        "machine: {}",
+        mnemo_daemon::this_machine(&dir).machine_line()
+    );
+    println!(
+        "profile: {}; embedder: {} ({} dimensions) from {}",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        model.model_id(),
+        model.dim(),
+        dir.display()
+    );
     let texts = turns();
     let texts: Vec<&str> = texts.iter().take(600).map(String::as_str).collect();
     model.embed(&texts[..32]).unwrap();

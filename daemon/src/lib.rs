@@ -37,5 +37,7 @@ pub mod understand;
 mod usermodel;
 mod watch;
 
+/// For the embedding bench: the machine its figures were taken on.
+pub use hardware::this_machine;
 /// For `main`: the socket-activation descriptor, read before the runtime starts.
 pub use server::activation_fd;

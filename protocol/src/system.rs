@@ -69,6 +69,22 @@ impl SystemProfile {
         };
         strip(self) == strip(other)
     }
+
+    /// One line naming the machine, printed above every benchmark's figures so that runs on
+    /// different machines are not compared as if alike.
+    pub fn machine_line(&self) -> String {
+        let system = match &self.os_name {
+            Some(os) => format!("{os} {}", self.arch),
+            None => self.arch.clone(),
+        };
+        format!(
+            "{} ({} cores, {} threads), {:.1} GiB RAM, {system}",
+            self.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            self.cpu_cores.map_or("?".into(), |c| c.to_string()),
+            self.cpu_threads,
+            self.ram_total_bytes as f64 / (1u64 << 30) as f64,
+        )
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -205,4 +221,35 @@ crate::methods! {
     SystemHistory = "system.history" (SystemHistoryParams) -> SystemHistoryResult;
     Processes = "system.processes" (ProcessesParams) -> ProcessesResult;
     SystemBudget = "system.budget" (NoParams) -> Budget;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SystemProfile;
+
+    #[test]
+    fn the_machine_line_names_cpu_cores_memory_and_system() {
+        let profile = SystemProfile {
+            cpu_model: Some("AMD EPYC".into()),
+            cpu_cores: Some(2),
+            cpu_threads: 4,
+            ram_total_bytes: 24 << 30,
+            os_name: Some("Debian GNU/Linux".into()),
+            arch: "x86_64".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            profile.machine_line(),
+            "AMD EPYC (2 cores, 4 threads), 24.0 GiB RAM, Debian GNU/Linux x86_64"
+        );
+        let unknown = SystemProfile {
+            cpu_threads: 1,
+            arch: "aarch64".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            unknown.machine_line(),
+            "unknown CPU (? cores, 1 threads), 0.0 GiB RAM, aarch64"
+        );
+    }
 }

@@ -23,6 +23,17 @@ pub use sampler::Sampler;
 use crate::config::HardwareConfig;
 use probe::{GpuProbe, HostProbe};
 
+/// This machine's profile as mnemod's `system.profile` reports it, for figures measured
+/// in-process (the embedding bench) to say where they were taken. Blocking.
+pub fn this_machine(data_dir: &std::path::Path) -> SystemProfile {
+    Monitor::new(
+        Box::new(probe::SysinfoProbe::new(data_dir)),
+        Box::new(nvml::NvmlProbe::load()),
+        HardwareConfig::default(),
+    )
+    .detect_profile()
+}
+
 /// Counts from the rest of the daemon that a snapshot records.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DaemonCounts {

@@ -13,7 +13,7 @@ use mnemo_protocol::daemon::Status;
 use mnemo_protocol::memory::{
     AddBatch, AddBatchParams, AddParams, Filter, Search, SearchMode, SearchParams,
 };
-use mnemo_protocol::system::{Profile, SystemProfile};
+use mnemo_protocol::system::Profile;
 use mnemo_protocol::NoParams;
 use serde_json::Value;
 
@@ -149,7 +149,7 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
         },
         status.socket
     );
-    println!("machine: {}", describe_machine(&machine));
+    println!("machine: {}", machine.machine_line());
     match args.what {
         BenchWhat::Ingest {
             count,
@@ -492,19 +492,6 @@ async fn idle(client: &mut Client, pid: u32, secs: u64) -> anyhow::Result<()> {
         resident(client).await?
     );
     Ok(())
-}
-
-/// The CPU, its cores and the RAM, as mnemod detected them.
-fn describe_machine(p: &SystemProfile) -> String {
-    format!(
-        "{} ({} cores, {} threads), {:.1} GiB RAM, {} {}",
-        p.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        p.cpu_cores.map_or("?".into(), |c| c.to_string()),
-        p.cpu_threads,
-        p.ram_total_bytes as f64 / (1u64 << 30) as f64,
-        p.os_name.as_deref().unwrap_or(""),
-        p.arch
-    )
 }
 
 /// mnemod's resident memory now: in all, and what it allocated apart from its mapped code.
