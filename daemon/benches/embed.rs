@@ -66,11 +66,7 @@ fn main() {
     );
     println!(
         "profile: {}; embedder: {} ({} dimensions) from {}",
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        },
+        mnemo_daemon::BUILD_PROFILE,
         model.model_id(),
         model.dim(),
         dir.display()

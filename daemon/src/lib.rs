@@ -39,5 +39,12 @@ mod watch;
 
 /// For the embedding bench: the machine its figures were taken on.
 pub use hardware::this_machine;
+/// The Cargo profile this code was built with, as `status` reports it and every bench
+/// prints it: figures from a debug build are 10–50× slower.
+pub const BUILD_PROFILE: &str = if cfg!(debug_assertions) {
+    "debug"
+} else {
+    "release"
+};
 /// For `main`: the socket-activation descriptor, read before the runtime starts.
 pub use server::activation_fd;

@@ -119,12 +119,7 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
         last_context: engine.context.last(),
         watch: engine.watch.status(),
         indexes: engine.store.last_index_state(),
-        build: if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-        .into(),
+        build: crate::BUILD_PROFILE.into(),
         memory,
     })
 }
