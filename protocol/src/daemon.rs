@@ -98,7 +98,8 @@ pub struct IndexStatus {
     /// Rows added since the last fold, searched one by one meanwhile.
     pub unindexed_rows: u64,
     /// Nothing for maintenance to do: every index built, new rows folded in (a few hundred
-    /// may wait for more), the ANN index in one segment.
+    /// may wait for more), the ANN index in one segment, and the small fragments folds
+    /// leave merged once they are many.
     pub settled: bool,
     /// Current memories whose vectors are held in memory (8-bit codes) and scanned for the
     /// vector leg; absent when the ANN index (or exact search) serves it.

@@ -7,11 +7,11 @@
 //! smaller one's fell short and was asked again with the whole filter (191 of `mnemo bench
 //! search`'s 200 text queries at 1M, beside the 4,200 memories another bench left). A
 //! filter costs the text leg ~3 ms more at 1M (text-only p50 8.4–10.4 ms beside 2,200
-//! memories of another namespace, 5.8–6.1 with those gone). Leaving the others' rows out
-//! (`namespace <> …`) rather than keeping the namespace's showed nothing through mnemod in
-//! two rounds each, though Lance alone (pylance, same store) took p50 3.5–4.0 ms that way,
-//! against 5.8–6.2 with `namespace = …` and 3.2 with no filter: not kept until mnemod shows
-//! it.
+//! memories of another namespace, 5.8–6.1 with those gone), a bitmap for each fragment (the
+//! small ones folds leave are merged once writes pause: `maintenance.rs`). Leaving the
+//! others' rows out (`namespace <> …`) rather than keeping the namespace's made the text
+//! leg ~4.6 times slower at 1M: Lance joins the rows to leave out with every row it may
+//! read by building that list whole, each query.
 
 use std::collections::HashMap;
 
