@@ -44,8 +44,10 @@ const SMALL_INDEXED_MEMORY_FRAGMENTS: usize = 512;
 /// 0.9 s). Each fold leaves one (the rows it indexed), and each costs every filtered search
 /// a bitmap in its mask: at 1M memories beside 2,200 of another namespace, the 252 a load
 /// left made the full-text leg p50 15.7 ms, merged into 28 fragments 9.0–9.5 (text-only
-/// through the socket).
-const SMALL_INDEXED_FRAGMENTS_WHEN_QUIET: usize = 16;
+/// through the socket), ~0.03 ms a fragment. A fold comes every 256 rows at least, so a
+/// store written a little at a time gathers one this often; 64 lets such a merge come once
+/// every ~16k memories at most, at ~2 ms of a filtered text search.
+const SMALL_INDEXED_FRAGMENTS_WHEN_QUIET: usize = 64;
 /// Unindexed rows past which a maintenance pass folds them in, in the memories and in the
 /// edges (the writer wakes a fold at once past
 /// [`FOLD_AFTER_ROWS`](super::writer::FOLD_AFTER_ROWS), for bulk loads). Every search reads
