@@ -17,8 +17,6 @@ use crate::context::ContextBuilder;
 use crate::embed::{self, EmbedService, ReembedProgress};
 use crate::events;
 use crate::graph::{EntityBook, Gazetteer, Graph};
-use crate::hardware::nvml::NvmlProbe;
-use crate::hardware::probe::SysinfoProbe;
 use crate::hardware::{Monitor, Sampler};
 use crate::ingest::Ingest;
 use crate::knowledge::Knowledge;
@@ -80,15 +78,12 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     .context("starting the embedding workers")?;
     let events = events::bus();
     let shutdown = Shutdown::default();
-    let monitor = Arc::new(Monitor::new(
-        Box::new(SysinfoProbe::new(&config.data_dir)),
-        Box::new(
-            tokio::task::spawn_blocking(NvmlProbe::load)
-                .await
-                .context("NVML probe panicked")?,
-        ),
-        config.hardware.clone(),
-    ));
+    let (data_dir, hardware) = (config.data_dir.clone(), config.hardware.clone());
+    let monitor = Arc::new(
+        tokio::task::spawn_blocking(move || Monitor::of_this_machine(&data_dir, hardware))
+            .await
+            .context("NVML probe panicked")?,
+    );
     let (access, access_task) = AccessRecorder::start(store.clone());
     let names = Arc::new(Gazetteer::new(store.clone()));
     let entities = Arc::new(EntityBook::new(store.clone()));

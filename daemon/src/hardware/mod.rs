@@ -26,12 +26,7 @@ use probe::{GpuProbe, HostProbe};
 /// This machine's profile as mnemod's `system.profile` reports it, for figures measured
 /// in-process (the embedding bench) to say where they were taken. Blocking.
 pub fn this_machine(data_dir: &std::path::Path) -> SystemProfile {
-    Monitor::new(
-        Box::new(probe::SysinfoProbe::new(data_dir)),
-        Box::new(nvml::NvmlProbe::load()),
-        HardwareConfig::default(),
-    )
-    .detect_profile()
+    Monitor::of_this_machine(data_dir, HardwareConfig::default()).detect_profile()
 }
 
 /// Counts from the rest of the daemon that a snapshot records.
@@ -79,6 +74,17 @@ fn thread_cpu_us() -> Option<u64> {
 }
 
 impl Monitor {
+    /// The monitor of this machine: its host through sysinfo (disk figures for the volume
+    /// holding `data_dir`), its NVIDIA GPUs through NVML where the driver is. Blocking
+    /// (loading NVML).
+    pub fn of_this_machine(data_dir: &std::path::Path, config: HardwareConfig) -> Self {
+        Self::new(
+            Box::new(probe::SysinfoProbe::new(data_dir)),
+            Box::new(nvml::NvmlProbe::load()),
+            config,
+        )
+    }
+
     pub fn new(host: Box<dyn HostProbe>, gpu: Box<dyn GpuProbe>, config: HardwareConfig) -> Self {
         Self {
             host: Mutex::new(host),
