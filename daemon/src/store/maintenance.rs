@@ -33,16 +33,17 @@ const SMALL_FRAGMENTS_BEFORE_COMPACTING: usize = 64;
 /// its candidates' rows, and each fragment they are spread over costs it a read.
 const SMALL_MEMORY_FRAGMENTS: usize = 8;
 /// Small fragments of the memories some index covers past which they are merged too, at
-/// the cost of moving the indexes' rows: at 1M memories such a commit held writes for 5–8 s.
+/// the cost of moving the indexes' rows: at 1M memories 7 s of writing index segments again
+/// (beside the writer: its commit held writes 0.4 s, 5–8 s when the commit moved them).
 /// A fold leaves some (the rows added while its fragments were merged), ~10–20 through a
 /// load of single adds at 1M; at 64 such merges came every few minutes. Idle consolidation
 /// merges them before this.
 const SMALL_INDEXED_MEMORY_FRAGMENTS: usize = 512;
 /// Small fragments of the memories some index covers past which a pass that finds writes
-/// paused merges them: its commit moves the indexes' rows, which a write then seldom waits
-/// on (at 1M memories it held writes 5.6–6.2 s and RSS rose to 633 MB for a moment; at 100k
-/// 0.9 s). Each fold leaves one (the rows it indexed), and each costs every filtered search
-/// a bitmap in its mask: at 1M memories beside 2,200 of another namespace, the 252 a load
+/// paused merges them, moving the indexes' rows, which would take a load's CPU (at 1M
+/// memories 7 s beside the writer, RSS to ~650–670 MB for a moment; at 100k under 1 s).
+/// Each fold leaves one (the rows it indexed), and each costs every filtered search a
+/// bitmap in its mask: at 1M memories beside 2,200 of another namespace, the 252 a load
 /// left made the full-text leg p50 15.7 ms, merged into 28 fragments 9.0–9.5 (text-only
 /// through the socket), ~0.03 ms a fragment. A fold comes every 256 rows at least, so a
 /// store written a little at a time gathers one this often; 64 lets such a merge come once
@@ -423,8 +424,10 @@ impl Store {
     /// Merges `table`'s small fragments: the merged fragments are written beside the
     /// writer and committed in its turn. At 1M memories the compaction (which remaps every
     /// index to the rows' new places) held every write for 4.1 s when the writer ran it
-    /// whole, and 10–14 s through a load of single adds; the edges' 0.4 s. Appends made
-    /// meanwhile keep their fragments. Returns the fragments merged away.
+    /// whole, and 10–14 s through a load of single adds; the edges' 0.4 s. The indexes'
+    /// segments are written again beside the writer too (`remap.rs`): merging 252 fragments
+    /// at 1M held writes 0.40 s rather than 7.29. Appends made meanwhile keep their
+    /// fragments. Returns the fragments merged away.
     pub async fn compact(&self, table: &Table) -> Result<u64, StoreError> {
         self.compact_merging(table, Merged::Any).await
     }

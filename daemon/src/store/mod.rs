@@ -21,6 +21,7 @@ mod nearest;
 pub mod procedures;
 pub mod projects;
 mod purge;
+mod remap;
 pub mod runs;
 pub mod schema;
 mod scrub;
