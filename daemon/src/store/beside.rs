@@ -23,10 +23,7 @@ use lancedb::table::{CompactionOptions, IndexRemapMode, OptimizeAction, Optimize
 use lancedb::Table;
 use roaring::RoaringTreemap;
 
-use super::StoreError;
-
-/// A commit prepared beside the writer, to run in its turn (`WriterHandle::in_turn`).
-pub type InTurn = futures::future::BoxFuture<'static, Result<u64, StoreError>>;
+use super::{InTurn, StoreError};
 
 /// What a fold leaves to later: the rows of a full-text segment, and the new rows the ANN
 /// index leaves to be scanned flat (`store.text_index_segment_rows`,

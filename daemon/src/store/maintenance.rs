@@ -16,11 +16,11 @@ use lancedb::Table;
 
 use mnemo_protocol::daemon::IndexStatus;
 
-use super::{Store, StoreError, WriteOp};
+use super::{InTurn, Store, StoreError, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 
-use super::beside::{self, Fold, InTurn, IndexRows, Merged};
+use super::beside::{self, Fold, IndexRows, Merged};
 use super::versions::{VersionBound, WithinBound};
 use super::writer::SCALAR_INDEXES;
 

@@ -75,6 +75,9 @@ pub enum StoreError {
     Key(String),
 }
 
+/// A commit prepared beside the writer, to run in its turn (`WriterHandle::in_turn`).
+pub type InTurn = futures::future::BoxFuture<'static, Result<u64, StoreError>>;
+
 impl From<lancedb::Error> for StoreError {
     fn from(e: lancedb::Error) -> Self {
         StoreError::Lance(e.to_string())

@@ -2,7 +2,7 @@
 //! writer. Lance moves them inside `commit_compaction`, between reserving the merged
 //! fragments' ids (the rows' new addresses name them) and committing the rewrite: every
 //! index segment covering a merged fragment is written again there, and at 1M memories a
-//! commit run whole in the writer's turn held every write for 5–6 s. Here the commit runs
+//! commit run whole in the writer's turn held every write for 5–7 s. Here the commit runs
 //! beside the writer with a remapper that, once the segments are written, waits for the
 //! writer's turn: the writer holds only for the rewrite's commit. The reservation commits
 //! beside it, as an ANN training's does; it changes no row, so Lance rebases appends over
@@ -19,8 +19,7 @@ use lance_core::utils::row_addr_remap::RowAddrRemap;
 use lancedb::table::CompactionOptions;
 use tokio::sync::oneshot;
 
-use super::beside::InTurn;
-use super::StoreError;
+use super::{InTurn, StoreError};
 
 /// Commits `results`, a compaction of `dataset` with `options`, moving the indexes' rows
 /// beside the writer; returns once they are moved, with the rest of the commit to run in the
@@ -121,8 +120,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::super::beside::{self, IndexRows, Merged};
-    use super::super::maintenance::tests::{assert_all_found, files_under, memory};
-    use super::super::{test_store, WriteOp};
+    use super::super::maintenance::tests::{
+        assert_all_found, files_under, memory, segmented_store,
+    };
+    use super::super::WriteOp;
 
     /// The segment directories of the memories' indexes on disk, committed or not.
     fn segment_dirs(dir: &std::path::Path) -> BTreeSet<std::path::PathBuf> {
@@ -144,16 +145,7 @@ mod tests {
     #[tokio::test]
     async fn the_indexes_rows_are_moved_before_the_writers_turn() {
         let dir = tempfile::tempdir().unwrap();
-        let store = test_store(dir.path()).await;
-        let mut all: Vec<_> = (0..60).map(memory).collect();
-        for batch in all.chunks(20) {
-            store
-                .writer()
-                .submit(WriteOp::Insert(batch.to_vec()))
-                .await
-                .unwrap();
-            store.maintain_indexes(1).await.unwrap();
-        }
+        let (mut all, store) = segmented_store(dir.path()).await;
         let (_, indexed) = beside::small_fragments(&store.memories).await.unwrap();
         assert!(indexed >= 2, "{indexed} small indexed fragments");
         let before = segment_dirs(dir.path());
@@ -173,7 +165,7 @@ mod tests {
             written.difference(&before).count() > 0,
             "no segment written before the turn: {before:?}"
         );
-        let meanwhile = memory(60);
+        let meanwhile = memory(all.len());
         store
             .writer()
             .submit(WriteOp::Insert(vec![meanwhile.clone()]))
@@ -186,8 +178,9 @@ mod tests {
             .await
             .unwrap();
         assert!(merged >= 2, "{merged} fragments merged");
-        let (_, indexed) = beside::small_fragments(&store.memories).await.unwrap();
-        assert_eq!(indexed, 1, "the merged fragment, indexed");
+        let (_, left) = beside::small_fragments(&store.memories).await.unwrap();
+        assert!(left < indexed, "{indexed} small indexed fragments → {left}");
+        // The merged rows indexed where they went; only the write made meanwhile is not.
         assert_eq!(store.index_state().await.unwrap().unindexed_rows, 1);
         assert_all_found(&store, &all, "after a merge moved beside the writer").await;
     }

@@ -19,8 +19,8 @@ use lancedb::table::OptimizeOptions;
 use lancedb::Table;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
-use super::beside::{latest, show, InTurn};
-use super::StoreError;
+use super::beside::{latest, show};
+use super::{InTurn, StoreError};
 
 /// The segments of `table`'s indexes that still cover a fragment gone from it, written
 /// again without that fragment's rows, and their commit (to run in the writer's turn); None

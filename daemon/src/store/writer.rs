@@ -18,7 +18,7 @@ use lancedb::Table;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::beside::{self, Fold, InTurn};
+use super::beside::{self, Fold};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows, unfolded_accesses};
@@ -27,7 +27,7 @@ use super::nearest::HeldPatch;
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
 use super::sql::{col, Expr, Filtered, Pred};
-use super::StoreError;
+use super::{InTurn, StoreError};
 
 pub enum WriteOp {
     /// New rows, appended.
