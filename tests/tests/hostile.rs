@@ -50,6 +50,36 @@ fn bench_idle_reports_cpu_and_memory_at_rest() {
     );
 }
 
+/// `mnemo bench search --no-exact` times the searches and the vector leg through the socket
+/// and leaves out the exact scans (minutes at 1M memories), saying so.
+#[test]
+fn bench_search_without_exact_scans_says_it_skipped_them() {
+    let daemon = Daemon::start();
+    let args = [
+        "bench",
+        "search",
+        "--sizes",
+        "300",
+        "--queries",
+        "5",
+        "--no-exact",
+    ];
+    let out = daemon.cli(&args, "");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("search Hybrid at 300 memories: p50 "),
+        "{text}"
+    );
+    assert!(text.contains("exact scans skipped (--no-exact)"), "{text}");
+    assert!(!text.contains("recall@10"), "{text}");
+    assert!(text.contains("mnemod at 300: RSS "), "{text}");
+}
+
 #[test]
 fn concurrent_clients_lose_nothing_and_forgotten_memories_are_gone() {
     let daemon = Daemon::start();

@@ -58,6 +58,10 @@ enum BenchWhat {
         /// a live store grows) instead of batches of 500.
         #[arg(long)]
         singles: bool,
+        /// Skip the exact scans, and so the vector leg's recall against them: each reads
+        /// every vector (at 1M memories 200 of them take ~7 minutes).
+        #[arg(long)]
+        no_exact: bool,
     },
     /// Retrieval quality on LoCoMo: evidence recall@k per category and mode.
     Locomo {
@@ -161,7 +165,19 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             queries,
             mode,
             singles,
-        } => search::run(&mut client, socket, &sizes, queries, mode, singles).await,
+            no_exact,
+        } => {
+            search::run(
+                &mut client,
+                socket,
+                &sizes,
+                queries,
+                mode,
+                singles,
+                !no_exact,
+            )
+            .await
+        }
         BenchWhat::Locomo {
             path,
             no_ingest,

@@ -11,6 +11,7 @@ use mnemo_protocol::NoParams;
 
 use super::{bench_query, latency, resident, top_up};
 
+/// `scan_exactly`: scan exactly too, for the vector leg's recall against it.
 pub(super) async fn run(
     client: &mut Client,
     socket: &Path,
@@ -18,6 +19,7 @@ pub(super) async fn run(
     queries: usize,
     mode: SearchMode,
     singles: bool,
+    scan_exactly: bool,
 ) -> anyhow::Result<()> {
     const NS: &str = "bench-search";
     for &size in sizes {
@@ -44,7 +46,14 @@ pub(super) async fn run(
         // What the approximate index gives up: its top 10 against the exact top 10. A text
         // search has no vector leg (and the exact scans would hide its own memory use).
         let mut after_exact = String::new();
-        if mode != SearchMode::Text {
+        if mode != SearchMode::Text && !scan_exactly {
+            let (ann_took, _) =
+                timed_searches(client, queries, |q| ask(q, SearchMode::Vector, false)).await?;
+            println!(
+                "  vector leg at {size}: {leg} {}; exact scans skipped (--no-exact)",
+                latency(&ann_took)
+            );
+        } else if mode != SearchMode::Text {
             let (ann_took, ann) =
                 timed_searches(client, queries, |q| ask(q, SearchMode::Vector, false)).await?;
             let (exact_took, exact) =
