@@ -46,31 +46,31 @@ pub(super) async fn run(
         // What the approximate index gives up: its top 10 against the exact top 10. A text
         // search has no vector leg (and the exact scans would hide its own memory use).
         let mut after_exact = String::new();
-        if mode != SearchMode::Text && !scan_exactly {
-            let (ann_took, _) =
-                timed_searches(client, queries, |q| ask(q, SearchMode::Vector, false)).await?;
-            println!(
-                "  vector leg at {size}: {leg} {}; exact scans skipped (--no-exact)",
-                latency(&ann_took)
-            );
-        } else if mode != SearchMode::Text {
+        if mode != SearchMode::Text {
             let (ann_took, ann) =
                 timed_searches(client, queries, |q| ask(q, SearchMode::Vector, false)).await?;
-            let (exact_took, exact) =
-                timed_searches(client, queries, |q| ask(q, SearchMode::Vector, true)).await?;
-            let found: usize = ann
-                .iter()
-                .zip(&exact)
-                .map(|(a, e)| e.iter().filter(|id| a.contains(id)).count())
-                .sum();
-            let wanted: usize = exact.iter().map(Vec::len).sum();
-            println!(
-                "  vector leg at {size}: {leg} {}; exact {}; recall@10 of the {leg} against exact {:.3}",
-                latency(&ann_took),
-                latency(&exact_took),
-                found as f64 / wanted.max(1) as f64
-            );
-            after_exact = format!("; {} after the exact scans", resident(client).await?);
+            if scan_exactly {
+                let (exact_took, exact) =
+                    timed_searches(client, queries, |q| ask(q, SearchMode::Vector, true)).await?;
+                let found: usize = ann
+                    .iter()
+                    .zip(&exact)
+                    .map(|(a, e)| e.iter().filter(|id| a.contains(id)).count())
+                    .sum();
+                let wanted: usize = exact.iter().map(Vec::len).sum();
+                println!(
+                    "  vector leg at {size}: {leg} {}; exact {}; recall@10 of the {leg} against exact {:.3}",
+                    latency(&ann_took),
+                    latency(&exact_took),
+                    found as f64 / wanted.max(1) as f64
+                );
+                after_exact = format!("; {} after the exact scans", resident(client).await?);
+            } else {
+                println!(
+                    "  vector leg at {size}: {leg} {}; exact scans skipped (--no-exact)",
+                    latency(&ann_took)
+                );
+            }
         }
         println!("  mnemod at {size}: {searching} after the searches{after_exact}");
     }
