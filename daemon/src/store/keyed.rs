@@ -46,6 +46,15 @@ impl<R: Rows> KeyedTable<R> {
         })
     }
 
+    /// Rows never written before: appended, and committed together with the other appends
+    /// queued for the table (a merge reads the table to find the rows it replaces).
+    pub fn append(&self, rows: &[R]) -> Result<WriteOp, StoreError> {
+        Ok(WriteOp::Append {
+            table: self.table.clone(),
+            batch: R::to_batch(rows)?,
+        })
+    }
+
     pub fn delete_ids(&self, ids: &[String]) -> WriteOp {
         WriteOp::DeleteWhere {
             table: self.table.clone(),

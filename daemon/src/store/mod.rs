@@ -9,6 +9,7 @@ pub mod edges;
 mod encryption;
 pub mod entities;
 pub mod filter;
+mod group;
 mod held;
 mod held_edges;
 pub mod held_id;

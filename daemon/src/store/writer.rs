@@ -22,6 +22,7 @@ use super::beside::{self, Fold};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::filter::{current, plain_rows, unfolded_accesses};
+use super::group::{self, Reach};
 use super::held::staling_held;
 use super::nearest::HeldPatch;
 use super::schema::{from_batch, to_batch, MemoryRecord};
@@ -122,15 +123,28 @@ impl WriteOp {
             _ => None,
         }
     }
-    /// Only appends of one sort to one table are merged into one commit.
-    fn same_sort(&self, other: &WriteOp) -> bool {
-        let mergeable = matches!(
-            self,
-            WriteOp::Insert(_) | WriteOp::Upsert(_) | WriteOp::Append { .. }
-        );
-        mergeable
-            && std::mem::discriminant(self) == std::mem::discriminant(other)
-            && self.table_name() == other.table_name()
+    /// Appends of one sort to one table commit together, and so do merges into one table
+    /// (the same key column: a table has one); anything else commits on its own, in order.
+    fn reach(&self) -> Reach<'_> {
+        match self {
+            WriteOp::Insert(_) => Reach::Joins {
+                table: super::MEMORIES,
+                sort: 0,
+            },
+            WriteOp::Upsert(_) => Reach::Joins {
+                table: super::MEMORIES,
+                sort: 1,
+            },
+            WriteOp::Append { table, .. } => Reach::Joins {
+                table: table.name(),
+                sort: 2,
+            },
+            WriteOp::Merge { table, .. } => Reach::Joins {
+                table: table.name(),
+                sort: 3,
+            },
+            _ => Reach::Barrier,
+        }
     }
 }
 
@@ -139,6 +153,15 @@ struct Optimize {
     table: Table,
     action: OptimizeAction,
     ack: oneshot::Sender<Result<OptimizeStats, StoreError>>,
+}
+
+impl Job {
+    fn reach(&self) -> Reach<'_> {
+        match self {
+            Job::Write { op, .. } => op.reach(),
+            Job::Optimize(_) | Job::InTurn { .. } => Reach::Barrier,
+        }
+    }
 }
 
 enum Job {
@@ -194,14 +217,37 @@ impl WriteFailure {
     }
 }
 
+/// A write queued in turn, not yet committed ([`WriterHandle::queue`]).
+pub struct Queued {
+    done: oneshot::Receiver<Result<u64, StoreError>>,
+    failing: Arc<WriteFailure>,
+}
+
+impl Queued {
+    /// Waits until the write is committed. Returns rows written or deleted.
+    pub async fn committed(self) -> Result<u64, StoreError> {
+        let result = self.done.await.map_err(|_| StoreError::Closed)?;
+        self.failing.note(&result);
+        result
+    }
+}
+
 impl WriterHandle {
     /// Queues `op` and waits until it is committed. Returns rows written or deleted.
     pub async fn submit(&self, op: WriteOp) -> Result<u64, StoreError> {
+        self.queue(op).await?.committed().await
+    }
+
+    /// Queues `op` in turn and returns without waiting for its commit: writes queued under a
+    /// lock keep the lock's order, and the lock need not be held through the commit (others
+    /// queue behind and commit in the same group).
+    pub async fn queue(&self, op: WriteOp) -> Result<Queued, StoreError> {
         let (ack, done) = oneshot::channel();
         self.enqueue(Job::Write { op, ack }).await?;
-        let result = done.await.map_err(|_| StoreError::Closed)?;
-        self.failing.note(&result);
-        result
+        Ok(Queued {
+            done,
+            failing: self.failing.clone(),
+        })
     }
 
     /// Runs `action` on `table` in turn with every other write.
@@ -360,10 +406,10 @@ async fn run(
                 Ok(None) | Err(_) => break,
             }
         }
-        // Commit runs of the same sort together, in arrival order.
-        let mut rest = batch.into_iter().peekable();
-        while let Some(head) = rest.next() {
+        // Commit runs of the same sort together; each table's writes in arrival order.
+        for mut run in group::runs(batch, Job::reach) {
             let started = Instant::now();
+            let head = run.remove(0);
             let (op, ack) = match head {
                 Job::Optimize(o) => {
                     let what = optimize_name(&o.action);
@@ -389,15 +435,12 @@ async fn run(
                 }
                 Job::Write { op, ack } => (op, ack),
             };
-            let mut run = vec![(op, ack)];
-            while let Some(Job::Write { op, .. }) = rest.peek() {
-                if !op.same_sort(&run[0].0) {
-                    break;
-                }
-                if let Some(Job::Write { op, ack }) = rest.next() {
-                    run.push((op, ack));
-                }
-            }
+            let run: Vec<(WriteOp, Ack)> = std::iter::once((op, ack))
+                .chain(run.into_iter().filter_map(|job| match job {
+                    Job::Write { op, ack } => Some((op, ack)),
+                    _ => None,
+                }))
+                .collect();
             let run_rows: usize = run.iter().map(|(op, _)| op.rows()).sum();
             let what = run[0].0.name();
             let detail = match run[0].0.table_name() {
@@ -485,6 +528,33 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                 recount(memories).await;
             }
             result
+        }
+        Some(WriteOp::Merge { .. }) if ops.len() > 1 && one_schema(&ops) => {
+            let mut counts = Vec::with_capacity(ops.len());
+            let mut batches = Vec::with_capacity(ops.len());
+            let mut target = None;
+            for op in ops {
+                if let WriteOp::Merge { table, on, batch } = op {
+                    counts.push(batch.num_rows() as u64);
+                    batches.push(batch);
+                    target = Some((table, on));
+                }
+            }
+            let (table, on) = target.expect("a run of merges");
+            let on_edges = table.name() == EDGES;
+            let result = merge_batches(&table, on, &batches).await;
+            if result.is_ok() && on_edges {
+                for batch in &batches {
+                    memories.held_edges.written(&EdgeRecord::from_batch(batch));
+                }
+            }
+            if let Err(e) = &result {
+                tracing::error!("commit failed: {e}");
+            }
+            for (ack, rows) in acks.into_iter().zip(counts) {
+                let _ = ack.send(result.clone().map(|_| rows));
+            }
+            return;
         }
         Some(_) => {
             // The others answer each caller on its own, so they commit one by one.
@@ -764,13 +834,7 @@ async fn commit_single(memories: &Memories, op: WriteOp) -> Result<u64, StoreErr
         }
         WriteOp::Merge { table, on, batch } => {
             let rows = batch.num_rows() as u64;
-            let schema = batch.schema();
-            let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-            let mut merge = table.merge_insert(&[on]);
-            merge
-                .when_matched_update_all(None)
-                .when_not_matched_insert_all();
-            merge.execute(Box::new(reader)).await?;
+            merge_batches(&table, on, &[batch]).await?;
             Ok(rows)
         }
         WriteOp::Insert(_) | WriteOp::Upsert(_) | WriteOp::Append { .. } => {
@@ -809,6 +873,49 @@ async fn append_batches(table: &Table, batches: Vec<RecordBatch>) -> Result<(), 
     };
     let batch = lancedb::arrow::arrow_select::concat::concat_batches(&first.schema(), &batches)?;
     table.add(batch).execute().await?;
+    Ok(())
+}
+
+/// Whether the merges carry the same columns, so they can be merged as one.
+fn one_schema(ops: &[WriteOp]) -> bool {
+    let schema = |op: &WriteOp| match op {
+        WriteOp::Merge { batch, .. } => Some(batch.schema()),
+        _ => None,
+    };
+    let first = ops.first().and_then(schema);
+    first.is_some() && ops.iter().all(|op| schema(op) == first)
+}
+
+/// Merges `batches` into `table` by `on` as one commit: a key given twice takes its last row,
+/// as committing them in turn would.
+async fn merge_batches(table: &Table, on: &str, batches: &[RecordBatch]) -> Result<(), StoreError> {
+    let Some(first) = batches.first() else {
+        return Ok(());
+    };
+    let schema = first.schema();
+    let all = lancedb::arrow::arrow_select::concat::concat_batches(&schema, batches)?;
+    let keys = all
+        .column_by_name(on)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .ok_or_else(|| StoreError::Schema(format!("a merge's key `{on}` is not a text column")))?;
+    let mut last = std::collections::HashMap::with_capacity(keys.len());
+    for (i, key) in keys.iter().enumerate() {
+        last.insert(key, i as u32);
+    }
+    let mut keep: Vec<u32> = last.into_values().collect();
+    keep.sort_unstable();
+    let batch = if keep.len() == all.num_rows() {
+        all
+    } else {
+        let indices = lancedb::arrow::arrow_array::UInt32Array::from(keep);
+        lancedb::arrow::arrow_select::take::take_record_batch(&all, &indices)?
+    };
+    let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+    let mut merge = table.merge_insert(&[on]);
+    merge
+        .when_matched_update_all(None)
+        .when_not_matched_insert_all();
+    merge.execute(Box::new(reader)).await?;
     Ok(())
 }
 
