@@ -141,7 +141,7 @@ fn tune_memory() {
     // raised RSS by 139 MB (to 606 MB), by 69 MB with 16 MiB, in the same time (4.9 s).
     lance_default("LANCE_SHUFFLE_BATCH_BYTES", 16 << 20);
     // Lance scores a full-text index's partitions 16 to a task, so the segments of a large
-    // store's index (`store.text_index_segment_rows`) were scored one after another on one
+    // store's index (`store.advanced.text_index_segment_rows`) were scored one after another on one
     // core: at 1M memories (the bench's words) a text search took p50 / p95 13.7 / 23.0 ms
     // through the socket rather than 8.0 / 13.6 with a task each, hybrid 23.5 / 31.8 rather
     // than 21.7 / 29.8.
@@ -187,6 +187,9 @@ fn main() -> std::process::ExitCode {
         }
     };
     init_logging(&config, filter);
+    for warning in &config.warnings {
+        tracing::warn!("config: {warning}");
+    }
     // Before any thread exists: the environment may only change while single-threaded.
     let activation = mnemo_daemon::activation_fd();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

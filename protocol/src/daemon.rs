@@ -81,7 +81,7 @@ pub struct ProcessMemory {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_bytes: Option<u64>,
     /// Of the allocated, LanceDB's index and metadata caches (bounded by
-    /// `store.index_cache_mb` and `store.metadata_cache_mb`).
+    /// `store.advanced.index_cache_mb` and `store.advanced.metadata_cache_mb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lance_cache_bytes: Option<u64>,
 }
@@ -93,7 +93,7 @@ pub struct IndexStatus {
     /// Rows in the memories table, every version included.
     pub rows: u64,
     pub ann: bool,
-    /// Rows past which the ANN index is built (`store.ann_index_min_rows`).
+    /// Rows past which the ANN index is built (`store.advanced.ann_index_min_rows`).
     pub ann_min_rows: u64,
     /// Rows added since the last fold, searched one by one meanwhile.
     pub unindexed_rows: u64,
@@ -106,7 +106,7 @@ pub struct IndexStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_vectors: Option<u64>,
     /// The vectors held are one sign bit a component (past
-    /// `store.vectors_in_memory_max_rows`), their 8-bit codes in a file beside the store.
+    /// `store.advanced.vectors_in_memory_max_rows`), their 8-bit codes in a file beside the store.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held_vector_signs: bool,
 }

@@ -268,11 +268,12 @@ async fn copies_across_dedup_blocks_merge_once_into_the_oldest() {
     copies_merge_once_into_the_oldest("[consolidate]\nenabled = false\n", None).await;
 }
 
-/// The same with the vectors' signs held (past `store.vectors_in_memory_max_rows`, here
+/// The same with the vectors' signs held (past `store.advanced.vectors_in_memory_max_rows`, here
 /// 10), where one scan of them finds the neighbours of a block's memories at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_found_by_the_scan_of_signs_merge_once_into_the_oldest() {
-    let config = "[consolidate]\nenabled = false\n[store]\nvectors_in_memory_max_rows = 10\n";
+    let config =
+        "[consolidate]\nenabled = false\n[store.advanced]\nvectors_in_memory_max_rows = 10\n";
     copies_merge_once_into_the_oldest(config, Some("two bits a component of their vectors")).await;
 }
 

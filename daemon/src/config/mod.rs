@@ -61,6 +61,9 @@ pub struct Config {
     pub security: SecurityConfig,
     /// Notes folders kept remembered (`[[watch]]`, one table per folder).
     pub watch: Vec<WatchConfig>,
+    /// What the file said that still works but should change (old key names), for the log.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// The user model (`[usermodel]`).
@@ -164,59 +167,102 @@ pub struct EmbedderConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
+    /// Seconds after a forget by which its content is gone from old versions and index
+    /// files too (forgets within this window share one purge).
+    pub purge_after_forget_secs: u64,
+    /// How the store commits, indexes and holds what searches read (`[store.advanced]`):
+    /// the defaults serve machines from a laptop up; the evidence for each is in
+    /// `docs/benchmarks.md`.
+    pub advanced: StoreTuning,
+}
+
+/// `[store.advanced]`: the store's internals, for when a measurement says to change one.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreTuning {
     /// The writer commits what has queued at least this often.
     pub commit_interval_ms: u64,
     /// ... or as soon as this many rows wait.
     pub commit_max_rows: usize,
     /// Rows past which an ANN vector index is built (exact search below it).
     pub ann_index_min_rows: usize,
-    /// How many of the index's partitions a vector search probes, from 0 (Lance's minimum)
-    /// to 1 (all of them); 0.5 is Lance's adaptive choice. More finds more of the exact
-    /// nearest neighbours and costs latency: at 1M MiniLM memories 0.5 kept recall@10
-    /// against exact at 0.917 and 0.75 at 0.984 (p50 45 → 117 ms), so 0.75, the least
-    /// measured at 0.98 or more. Only searches the held vectors cannot serve (filtered by
-    /// more than a namespace, `as_of`, past the rows held) pay it.
+    /// How many of the ANN index's partitions a vector search probes, from 0 (Lance's
+    /// minimum) to 1 (all of them): more finds more of the exact nearest neighbours and costs
+    /// latency. Only searches the held vectors cannot serve (filtered by more than a
+    /// namespace, `as_of`, past the rows held) use the index.
     pub ann_search_effort: f64,
     /// The index's quantised distances pick this many times the candidates wanted; their
-    /// exact distances rank them. With the IVF-SQ index, 2 kept recall@50 against exact
-    /// search at 1.0 on 100k MiniLM memories (1 gave 0.98), each step costing ~0.5 ms.
+    /// exact distances rank them.
     pub ann_refine_factor: u32,
-    /// Seconds after a forget by which its content is gone from old versions and index
-    /// files too (forgets within this window share one purge).
-    pub purge_after_forget_secs: u64,
-    /// Memory LanceDB may keep loaded index pages in (Lance's own default is 6 GiB, and
-    /// every fold loads new pages while the old stay cached until that fills).
+    /// Memory LanceDB may keep loaded index pages in (each fold loads new pages while the
+    /// old stay cached until this fills).
     pub index_cache_mb: usize,
-    /// Memory LanceDB may keep file and version metadata in (Lance's default: 1 GiB).
+    /// Memory LanceDB may keep file and version metadata in.
     pub metadata_cache_mb: usize,
     /// Up to this many current memories, their vectors are held in memory at 8 bits a
-    /// component (384 bytes each with MiniLM) and scanned whole for a search: at 100k that
-    /// is ~40 MB and ~2 ms, where the ANN index took ~12 ms. Their words are held too, for
-    /// the text leg (~11 MB at 100k), and in a plain store what a search answers with of
-    /// each (~21 MB at 100k), so its rows need no take from the store. Past it (but see
-    /// `vector_signs`), and at 0, searches go through the ANN index and the full-text index.
+    /// component and scanned whole for a search, with their words (for the text leg) and, in
+    /// a plain store, what a search answers with. Past it (but see `vector_signs`), and at 0,
+    /// searches go through the ANN index and the full-text index.
     pub vectors_in_memory_max_rows: usize,
-    /// Past `vectors_in_memory_max_rows`, hold two bits a component of each vector's
-    /// rotation (its sign, and whether its magnitude is past the row's RMS: 128 bytes a
-    /// MiniLM memory) and scan them for the vector leg, ranking the best by their 8-bit
-    /// codes read from a file beside the store, rather than ask the ANN index. On by
-    /// default: at 1M hashed memories its top 10 were 0.990 those of exact search (the
-    /// ANN index's 1.000), and it took ~80 MB off RSS and hybrid p50 from ~44 ms to ~35.
+    /// Past `vectors_in_memory_max_rows`, hold two bits a component of each vector's rotation
+    /// and scan them for the vector leg, ranking the best by their 8-bit codes read from a
+    /// file beside the store, rather than ask the ANN index.
     pub vector_signs: bool,
     /// Up to this many current memories, what ranking reads of each (~200 bytes) is held in
     /// memory, so a search ranks its candidates without reading their rows. Past it, and at
     /// 0, every search reads its candidates' ranking columns from the store.
     pub ranking_in_memory_max_rows: usize,
     /// Rows one segment of the full-text index holds at most. A fold merges new rows into
-    /// the last segment, which Lance loads whole into memory to write it again: smaller
-    /// segments hold less during a load (at 1M memories one segment took ~200 MB), more of
-    /// them cost each text search a little.
+    /// the last segment, which Lance loads whole to write again: smaller segments hold less
+    /// memory during a fold, more of them cost each text search a little.
     pub text_index_segment_rows: usize,
     /// New memories the ANN index leaves to be scanned flat, at most (1/128 of the rows it
     /// holds while that is fewer): each segment a fold adds costs every search the index
-    /// serves, however small, where a small tail costs a read of each of its vectors.
+    /// serves, where a small tail costs a read of each of its vectors.
     pub ann_flat_tail_rows: usize,
 }
+
+/// Moves the keys of [`MOVED_TO_STORE_ADVANCED`] found in `[store]` to `[store.advanced]`
+/// (a value set in both places keeps the new one), saying what to change for each.
+fn move_old_keys(table: &mut toml::Table) -> Vec<String> {
+    let Some(toml::Value::Table(store)) = table.get_mut("store") else {
+        return Vec::new();
+    };
+    let mut warnings = Vec::new();
+    for key in MOVED_TO_STORE_ADVANCED {
+        let Some(value) = store.remove(key) else {
+            continue;
+        };
+        let advanced = store
+            .entry("advanced")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let toml::Value::Table(advanced) = advanced {
+            advanced.entry(key).or_insert(value);
+        }
+        warnings.push(format!(
+            "store.{key} is now store.advanced.{key} (under [store.advanced]); the old name is \
+             read until the next release"
+        ));
+    }
+    warnings
+}
+
+/// The `[store]` keys that moved to `[store.advanced]`; the old names are read, with a
+/// warning, until the next release.
+const MOVED_TO_STORE_ADVANCED: [&str; 12] = [
+    "commit_interval_ms",
+    "commit_max_rows",
+    "ann_index_min_rows",
+    "ann_search_effort",
+    "ann_refine_factor",
+    "index_cache_mb",
+    "metadata_cache_mb",
+    "vectors_in_memory_max_rows",
+    "vector_signs",
+    "ranking_in_memory_max_rows",
+    "text_index_segment_rows",
+    "ann_flat_tail_rows",
+];
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -297,6 +343,7 @@ impl Default for Config {
             llm: Default::default(),
             security: Default::default(),
             watch: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -321,12 +368,20 @@ impl Default for EmbedderConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
+            purge_after_forget_secs: 30,
+            advanced: StoreTuning::default(),
+        }
+    }
+}
+
+impl Default for StoreTuning {
+    fn default() -> Self {
+        Self {
             commit_interval_ms: 5,
             commit_max_rows: 1024,
             ann_index_min_rows: 10_000,
             ann_search_effort: 0.75,
             ann_refine_factor: 2,
-            purge_after_forget_secs: 30,
             index_cache_mb: 128,
             metadata_cache_mb: 32,
             vectors_in_memory_max_rows: 250_000,
@@ -408,7 +463,20 @@ impl Config {
     }
 
     pub fn from_toml(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.message().to_string() + &span_hint(text, e.span()))
+        let parsed = || -> Result<Self, String> {
+            toml::from_str(text).map_err(|e| e.message().to_string() + &span_hint(text, e.span()))
+        };
+        let mut table: toml::Table = match toml::from_str(text) {
+            Ok(table) => table,
+            Err(_) => return parsed(),
+        };
+        let warnings = move_old_keys(&mut table);
+        if warnings.is_empty() {
+            return parsed();
+        }
+        let mut config = Self::deserialize(table).map_err(|e| e.message().to_string())?;
+        config.warnings = warnings;
+        Ok(config)
     }
 
     fn apply(&mut self, o: &Overrides) {
@@ -484,20 +552,20 @@ impl Config {
                     .join(", ")
             )));
         }
-        if self.store.commit_max_rows == 0 {
-            return bad("store.commit_max_rows must be at least 1");
+        if self.store.advanced.commit_max_rows == 0 {
+            return bad("store.advanced.commit_max_rows must be at least 1");
         }
-        if !(0.0..=1.0).contains(&self.store.ann_search_effort) {
-            return bad("store.ann_search_effort must be between 0 and 1");
+        if !(0.0..=1.0).contains(&self.store.advanced.ann_search_effort) {
+            return bad("store.advanced.ann_search_effort must be between 0 and 1");
         }
-        if !(1..=100).contains(&self.store.ann_refine_factor) {
-            return bad("store.ann_refine_factor must be between 1 and 100");
+        if !(1..=100).contains(&self.store.advanced.ann_refine_factor) {
+            return bad("store.advanced.ann_refine_factor must be between 1 and 100");
         }
-        if self.store.index_cache_mb < 8 || self.store.metadata_cache_mb < 8 {
-            return bad("store.index_cache_mb and store.metadata_cache_mb must be at least 8");
+        if self.store.advanced.index_cache_mb < 8 || self.store.advanced.metadata_cache_mb < 8 {
+            return bad("store.advanced.index_cache_mb and store.advanced.metadata_cache_mb must be at least 8");
         }
-        if self.store.text_index_segment_rows < 1024 {
-            return bad("store.text_index_segment_rows must be at least 1024");
+        if self.store.advanced.text_index_segment_rows < 1024 {
+            return bad("store.advanced.text_index_segment_rows must be at least 1024");
         }
         if self.store.purge_after_forget_secs > 3600 {
             return bad("store.purge_after_forget_secs must be at most 3600 (an hour)");
@@ -555,7 +623,7 @@ mod tests {
         let config = Config::from_toml("").unwrap();
         assert_eq!(config.max_frame_bytes, 8 * 1024 * 1024);
         assert_eq!(config.embedder.kind, EmbedderKind::Minilm);
-        assert_eq!(config.store.commit_interval_ms, 5);
+        assert_eq!(config.store.advanced.commit_interval_ms, 5);
     }
 
     #[test]
@@ -657,13 +725,34 @@ mod tests {
     #[test]
     fn lance_cache_sizes_are_checked() {
         let dir = tempfile::tempdir().unwrap();
-        let err = load_text(dir.path(), "[store]\nindex_cache_mb = 0\n").unwrap_err();
+        let err = load_text(dir.path(), "[store.advanced]\nindex_cache_mb = 0\n").unwrap_err();
         assert!(err.to_string().contains("at least 8"), "{err}");
-        let ok = load_text(dir.path(), "[store]\nmetadata_cache_mb = 64\n").unwrap();
+        let ok = load_text(dir.path(), "[store.advanced]\nmetadata_cache_mb = 64\n").unwrap();
         assert_eq!(
-            (ok.store.index_cache_mb, ok.store.metadata_cache_mb),
+            (
+                ok.store.advanced.index_cache_mb,
+                ok.store.advanced.metadata_cache_mb
+            ),
             (128, 64)
         );
+        assert!(ok.warnings.is_empty(), "{:?}", ok.warnings);
+    }
+
+    #[test]
+    fn old_store_key_names_are_read_and_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[store]\npurge_after_forget_secs = 60\nvector_signs = false\n\
+                    commit_max_rows = 9\n[store.advanced]\ncommit_max_rows = 7\n";
+        let config = load_text(dir.path(), text).unwrap();
+        assert_eq!(config.store.purge_after_forget_secs, 60);
+        assert!(!config.store.advanced.vector_signs);
+        // Set under both names: the new one wins.
+        assert_eq!(config.store.advanced.commit_max_rows, 7);
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        assert!(config.warnings[0].contains("store.advanced.commit_max_rows"));
+        // A key that never existed is still refused.
+        let err = load_text(dir.path(), "[store]\nvector_sign = false\n").unwrap_err();
+        assert!(err.to_string().contains("vector_sign"), "{err}");
     }
 
     #[test]

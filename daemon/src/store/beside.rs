@@ -26,8 +26,8 @@ use roaring::RoaringTreemap;
 use super::{InTurn, StoreError};
 
 /// What a fold leaves to later: the rows of a full-text segment, and the new rows the ANN
-/// index leaves to be scanned flat (`store.text_index_segment_rows`,
-/// `store.ann_flat_tail_rows`).
+/// index leaves to be scanned flat (`store.advanced.text_index_segment_rows`,
+/// `store.advanced.ann_flat_tail_rows`).
 #[derive(Debug, Clone, Copy)]
 pub struct FoldBounds {
     /// Rows one full-text segment holds at most.
@@ -43,14 +43,14 @@ pub struct FoldBounds {
 impl FoldBounds {
     pub fn of(config: &crate::config::StoreConfig) -> Self {
         Self {
-            text_segment_rows: config.text_index_segment_rows as u64,
-            ann_flat_tail_rows: config.ann_flat_tail_rows as u64,
+            text_segment_rows: config.advanced.text_index_segment_rows as u64,
+            ann_flat_tail_rows: config.advanced.ann_flat_tail_rows as u64,
         }
     }
 }
 
 /// The share of the ANN index's rows a tail scanned flat may reach (up to
-/// `store.ann_flat_tail_rows`). Lance reads each such row's vector and compares it whole:
+/// `store.advanced.ann_flat_tail_rows`). Lance reads each such row's vector and compares it whole:
 /// at 100k MiniLM memories a tail of 4,200 made a search through the index 24.1 → 33.5 ms
 /// (2.2 µs a row, where the index's search at effort 0.75 costs 0.12–0.24 µs a row it
 /// holds), so a tail of 1/128 adds a tenth or so.

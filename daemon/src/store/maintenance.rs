@@ -167,7 +167,7 @@ impl Store {
                 .unwrap_or(0),
             ann_sized: self.meta_get(ANN_PARTITION_ROWS).await?.is_some(),
         };
-        let min = self.config.ann_index_min_rows;
+        let min = self.config.advanced.ann_index_min_rows;
         // Settled means no pass has work left: none folds fewer unindexed rows than this,
         // and a second ANN segment or the small fragments folds left wait for the pass
         // that finds writes paused (`Fold::Settle`, a compaction).
@@ -267,7 +267,7 @@ impl Store {
         Ok(indices.iter().filter(|i| i.fields == [vector]).count())
     }
 
-    /// Builds the ANN vector index once the table holds `store.ann_index_min_rows` rows, and
+    /// Builds the ANN vector index once the table holds `store.advanced.ann_index_min_rows` rows, and
     /// trains it again when the table has grown [`ANN_RETRAIN_GROWTH`] times since. Not
     /// through the writer: training takes seconds to minutes, and writes go on meanwhile
     /// (Lance rebases the index's commit over appends, deletes and updates; rows added
@@ -281,7 +281,7 @@ impl Store {
                 .await?;
             return Ok(None);
         }
-        let Some(what) = state.ann_due(self.config.ann_index_min_rows) else {
+        let Some(what) = state.ann_due(self.config.advanced.ann_index_min_rows) else {
             return Ok(None);
         };
         let _rewriting = self.rewrites.lock().await;
@@ -1070,7 +1070,10 @@ pub(super) mod tests {
         dir: &std::path::Path,
     ) -> (Vec<MemoryRecord>, std::sync::Arc<Store>) {
         let config = crate::config::StoreConfig {
-            text_index_segment_rows: 100,
+            advanced: crate::config::StoreTuning {
+                text_index_segment_rows: 100,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let store = Store::open(dir, 4, "test", &config, &Default::default())
@@ -1088,7 +1091,7 @@ pub(super) mod tests {
         (rows, store)
     }
 
-    /// The full-text index grows in segments of at most `store.text_index_segment_rows`
+    /// The full-text index grows in segments of at most `store.advanced.text_index_segment_rows`
     /// rows: a fold merges new rows into the last segment while it has room and starts
     /// another after, a whole fold leaves the full ones alone, and a search through Lance's
     /// index finds rows of every segment.
@@ -1396,8 +1399,11 @@ pub(super) mod tests {
     /// unindexed.
     async fn ann_store(dir: &std::path::Path, flat_tail: usize) -> std::sync::Arc<Store> {
         let config = crate::config::StoreConfig {
-            ann_index_min_rows: 600,
-            ann_flat_tail_rows: flat_tail,
+            advanced: crate::config::StoreTuning {
+                ann_index_min_rows: 600,
+                ann_flat_tail_rows: flat_tail,
+                ..Default::default()
+            },
             ..Default::default()
         };
         Store::open(dir, ANN_DIM, "test", &config, &Default::default())

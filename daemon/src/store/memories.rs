@@ -377,8 +377,8 @@ impl Store {
             .query()
             .nearest_to(vector)?
             .distance_type(lancedb::DistanceType::Cosine)
-            .search_effort(self.config.ann_search_effort)?
-            .refine_factor(self.config.ann_refine_factor)
+            .search_effort(self.config.advanced.ann_search_effort)?
+            .refine_factor(self.config.advanced.ann_refine_factor)
             .filtered(predicate)
             .select(columns)
             .with_row_id()

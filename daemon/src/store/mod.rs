@@ -195,12 +195,12 @@ impl Store {
         const MB: usize = 1024 * 1024;
         // As `Session::new` builds it, but kept here to be emptied.
         let index_cache: Arc<dyn CacheBackend> = Arc::new(QuickCacheBackend::with_shard_policy(
-            config.index_cache_mb * MB,
+            config.advanced.index_cache_mb * MB,
             QuickCacheShardPolicy::Single,
         ));
         let session = Arc::new(lancedb::Session::with_index_cache_backend(
             index_cache.clone(),
-            config.metadata_cache_mb * MB,
+            config.advanced.metadata_cache_mb * MB,
             Default::default(),
         ));
         let db = lancedb::connect(&uri)
@@ -264,13 +264,13 @@ impl Store {
         let fold_due = Arc::new(tokio::sync::Notify::new());
         let seal_progress = Arc::new(seal::SealProgress::default());
         let nearest = Arc::new(nearest::Nearest::new(
-            config.vectors_in_memory_max_rows,
-            config.vector_signs,
-            config.ranking_in_memory_max_rows,
+            config.advanced.vectors_in_memory_max_rows,
+            config.advanced.vector_signs,
+            config.advanced.ranking_in_memory_max_rows,
         ));
         // A conversation links each memory to the next; similar and updated ones add a few.
         let held_edges = Arc::new(held_edges::HeldEdges::new(
-            config.vectors_in_memory_max_rows.saturating_mul(4),
+            config.advanced.vectors_in_memory_max_rows.saturating_mul(4),
         ));
         let (writer, task) = writer::start(
             writer::Memories {
@@ -289,8 +289,8 @@ impl Store {
                 fold_bounds: beside::FoldBounds::of(config),
             },
             writer::WriterSettings {
-                interval: Duration::from_millis(config.commit_interval_ms),
-                max_rows: config.commit_max_rows,
+                interval: Duration::from_millis(config.advanced.commit_interval_ms),
+                max_rows: config.advanced.commit_max_rows,
             },
         );
         let store = Arc::new(Store {

@@ -173,9 +173,12 @@ mod tests {
         max_rows: usize,
     ) -> std::sync::Arc<Store> {
         let config = crate::config::StoreConfig {
-            vectors_in_memory_max_rows: max_vector_rows,
-            vector_signs: signs,
-            ranking_in_memory_max_rows: max_rows,
+            advanced: crate::config::StoreTuning {
+                vectors_in_memory_max_rows: max_vector_rows,
+                vector_signs: signs,
+                ranking_in_memory_max_rows: max_rows,
+                ..Default::default()
+            },
             ..Default::default()
         };
         Store::open(dir, 4, "test", &config, &Default::default())
@@ -297,7 +300,7 @@ mod tests {
 
     /// Past the vectors' limit the codes let the vectors go and keep the ranking values,
     /// and are read again without vectors, or signed (two bits a component) with
-    /// `store.vector_signs`; past the values' limit nothing is held.
+    /// `store.advanced.vector_signs`; past the values' limit nothing is held.
     #[tokio::test]
     async fn past_each_limit_less_is_held() {
         for signs in [false, true] {

@@ -1,9 +1,9 @@
 //! The codes: each held memory's vector at 8 bits a component (plus what rounding left, at
 //! 4), its id, row id, namespace and ranking values (`held.rs`), and the search over them: a
 //! scan of the top four bits of each component (`scan.rs`), and the best rows by them ranked
-//! by the rest, which lies in a file (`tail.rs`). Past `store.vectors_in_memory_max_rows`
+//! by the rest, which lies in a file (`tail.rs`). Past `store.advanced.vectors_in_memory_max_rows`
 //! the vectors are let go and the rest is kept: the ANN index then finds the candidates,
-//! and they are ranked from the values held here. With `store.vector_signs` the planes are
+//! and they are ranked from the values held here. With `store.advanced.vector_signs` the planes are
 //! signed there instead (`planes.rs`): two bits a component are held and scanned, and the
 //! whole of each row's codes lies in the file (where none can be made, the vectors are let
 //! go).

@@ -3,9 +3,9 @@
 //! Lance's ANN index answered in ~12 ms (its IVF partitions, the prefilter on current rows of
 //! a namespace and the refine read); a scan of 100k × 384 bytes takes ~2 ms on one core and
 //! finds the exact neighbours but for 8-bit rounding, which what the rounding left (held at
-//! 4 bits) then corrects for the few candidates. Past `store.vectors_in_memory_max_rows`
+//! 4 bits) then corrects for the few candidates. Past `store.advanced.vectors_in_memory_max_rows`
 //! two bits a component of each vector's rotation are held and scanned (`codes/signs.rs`,
-//! `store.vector_signs`), or with that off the ANN index serves: at 1M hashed memories it
+//! `store.advanced.vector_signs`), or with that off the ANN index serves: at 1M hashed memories it
 //! took ~35 ms p50, and reading its partitions kept ~150 MB of LanceDB's caches.
 //!
 //! Lance stays the truth. Only current rows are held: new memories join as they are written,
@@ -53,7 +53,7 @@ const QUERIES_A_SCAN: usize = 16;
 /// every candidate's ranking columns from Lance.
 pub(super) struct Nearest {
     max_vector_rows: usize,
-    /// Whether codes past `max_vector_rows` are signed (`store.vector_signs`), or hold no
+    /// Whether codes past `max_vector_rows` are signed (`store.advanced.vector_signs`), or hold no
     /// vectors.
     signs: bool,
     max_rows: usize,
@@ -307,7 +307,7 @@ impl Nearest {
             if rows > self.max_rows {
                 tracing::info!(
                     "more than {} current memories: their ranking values are read from the \
-                     store (store.ranking_in_memory_max_rows)",
+                     store (store.advanced.ranking_in_memory_max_rows)",
                     self.max_rows
                 );
                 *guard = None;
@@ -316,7 +316,7 @@ impl Nearest {
             if codes.has_vectors() && !codes.is_signed() && rows > self.max_vector_rows {
                 tracing::info!(
                     "more than {} current memories: vector search goes through the ANN index{} \
-                     (store.vectors_in_memory_max_rows)",
+                     (store.advanced.vectors_in_memory_max_rows)",
                     self.max_vector_rows,
                     if self.signs {
                         " until the next maintenance pass holds two bits a component of each"

@@ -6,7 +6,7 @@
 //! bottom bits and the remainders of a row lie together in the tail (`tail.rs`), which the
 //! daemon keeps in a file where it can.
 //!
-//! Signed planes (past `store.vectors_in_memory_max_rows`, with `store.vector_signs`) hold
+//! Signed planes (past `store.advanced.vectors_in_memory_max_rows`, with `store.advanced.vector_signs`) hold
 //! only two bits for each component of a row's rotation in memory (`signs.rs`), 128 bytes a
 //! MiniLM row where the top bits took 192, and keep the top bits in the tail too: at 1M
 //! rows the scan then streams the 64 MB of sign bits, the magnitude bits are read for its
