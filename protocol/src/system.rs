@@ -215,7 +215,31 @@ pub struct ProcessesResult {
     pub inference: Vec<InferenceServer>,
 }
 
+/// Most texts one `system.embed` takes.
+pub const MAX_EMBED_TEXTS: usize = 256;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedParams {
+    /// Up to 256 texts, each at most 64 KiB.
+    pub texts: Vec<String>,
+}
+
+/// The vectors mnemo's embedder gives texts: what it compares by meaning.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EmbedResult {
+    /// The embedder's model id (`minilm:all-MiniLM-L6-v2`, or `hashed:…` for the weightless
+    /// fallback).
+    pub model: String,
+    pub dimensions: usize,
+    /// One vector per text, in order, of unit length.
+    pub vectors: Vec<Vec<f32>>,
+}
+
 crate::methods! {
+    /// Vectors of texts by the configured embedder, for tools that compare texts the way
+    /// mnemo does (`mnemo bench understanding` matches beliefs to observations with them).
+    Embed = "system.embed" (EmbedParams) -> EmbedResult;
     Profile = "system.profile" (NoParams) -> SystemProfile;
     SnapshotNow = "system.snapshot" (NoParams) -> SnapshotResult;
     SystemHistory = "system.history" (SystemHistoryParams) -> SystemHistoryResult;

@@ -84,7 +84,7 @@ impl Embedder for MiniLmEmbedder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::embed::cosine;
     use candle_core::{DType, Device, Tensor};

@@ -11,6 +11,8 @@ mod service;
 
 pub use hashed::HashedEmbedder;
 pub use http::HttpEmbedder;
+#[cfg(test)]
+pub(crate) use minilm::tests::test_model;
 pub use minilm::MiniLmEmbedder;
 pub use reembed::{run as reembed, ReembedProgress};
 pub use service::EmbedService;

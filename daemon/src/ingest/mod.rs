@@ -427,11 +427,8 @@ impl Ingest {
                 .await?;
         }
         if new.content != old.content {
-            // What the old text said is no longer said by this memory; the new text speaks.
-            self.usermodel
-                .retract(&std::iter::once(old.lineage.clone()).collect())
-                .await?;
-            self.usermodel.observe(std::slice::from_ref(&new)).await?;
+            // What the old text alone said is closed, kept as history; the new text speaks.
+            self.usermodel.revise(&old, &new).await?;
         }
         self.names.remove([&old]);
         self.names.add([&new]);

@@ -7,13 +7,15 @@ use mnemo_protocol::daemon::{
     ShutdownResult, Status, StatusResult,
 };
 use mnemo_protocol::graph::EdgeType;
+use mnemo_protocol::memory::MAX_CONTENT_BYTES;
 use mnemo_protocol::memory::{
     Add, AddBatch, AddBatchParams, AddBatchResult, AddParams, Forget, ForgetParams, ForgetResult,
     Get, GetParams, History, HistoryParams, HistoryResult, List, ListParams, ListResult, Memory,
     Search, SearchParams, SearchResult, Update, UpdateParams, MAX_EDGES_SHOWN,
 };
 use mnemo_protocol::system::{
-    self, Budget, ProcessesParams, ProcessesResult, Snapshot, SnapshotResult, SystemProfile,
+    self, Budget, EmbedParams, EmbedResult, ProcessesParams, ProcessesResult, Snapshot,
+    SnapshotResult, SystemProfile, MAX_EMBED_TEXTS,
 };
 use mnemo_protocol::time::{now_micros, parse_micros};
 use mnemo_protocol::{NoParams, RpcError, PROTOCOL_VERSION};
@@ -43,6 +45,7 @@ pub fn router() -> Router {
         .register::<Update, _, _>(update)
         .register::<History, _, _>(history)
         .register::<Forget, _, _>(forget)
+        .register::<system::Embed, _, _>(system_embed)
         .register::<system::Profile, _, _>(system_profile)
         .register::<system::SnapshotNow, _, _>(system_snapshot)
         .register::<system::SystemHistory, _, _>(system_history)
@@ -130,6 +133,33 @@ async fn encrypt(engine: Arc<State>, _: NoParams) -> Result<EncryptResult, RpcEr
     Ok(EncryptResult {
         sealed,
         key: engine.store.key_location(),
+    })
+}
+
+/// The configured embedder's vectors of the texts given.
+async fn system_embed(engine: Arc<State>, p: EmbedParams) -> Result<EmbedResult, RpcError> {
+    if p.texts.len() > MAX_EMBED_TEXTS {
+        return Err(RpcError::invalid_params(format!(
+            "{} texts; send at most {MAX_EMBED_TEXTS} a request",
+            p.texts.len()
+        )));
+    }
+    if let Some(i) = p.texts.iter().position(|t| t.len() > MAX_CONTENT_BYTES) {
+        return Err(RpcError::invalid_params(format!(
+            "texts[{i}] is over {MAX_CONTENT_BYTES} bytes"
+        )));
+    }
+    let embedder = engine.embed.embedder();
+    let (model, dimensions) = (embedder.model_id().to_string(), embedder.dim());
+    let vectors = engine
+        .embed
+        .embed(p.texts)
+        .await
+        .map_err(|e| rpc_error(e.into()))?;
+    Ok(EmbedResult {
+        model,
+        dimensions,
+        vectors,
     })
 }
 

@@ -23,12 +23,19 @@ use super::{scrub, Store, StoreError};
 
 impl Store {
     /// Removes forgotten content from old versions and index files now: the memories', the
-    /// edges' and the entities' (a forgotten memory's edges and entities name what it
-    /// mentioned). Returns how many old versions went.
+    /// edges', the entities' and the beliefs' (a forgotten memory's edges, entities and
+    /// beliefs name what it said; a store just encrypted holds its plain beliefs in old
+    /// versions). Returns how many old versions went.
     pub async fn purge(&self) -> Result<u64, StoreError> {
         let rewriting = self.rewrites.lock().await;
         let mut versions = 0;
-        for table in [&self.memories, self.edges.table(), self.entities.table()] {
+        let tables = [
+            &self.memories,
+            self.edges.table(),
+            self.entities.table(),
+            self.beliefs.table(),
+        ];
+        for table in tables {
             versions += self.purge_table(&rewriting, table).await?;
         }
         self.drop_replaced_file_pages().await;

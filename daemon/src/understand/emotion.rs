@@ -1,4 +1,4 @@
-//! How a text feels, by lexicon and rules: each word of [`LEXICON`] lends its emotion a
+//! How a text feels, by lexicon and rules: each word of `LEXICON` lends its emotion a
 //! weight; an intensifier before it ("so happy") strengthens it, a diminisher ("a bit sad")
 //! weakens it, and a negation up to three words before it ("not happy", "never felt safe")
 //! turns it into Plutchik's opposite at half strength. The lexicon is this project's own

@@ -69,15 +69,24 @@ fn words(text: &str) -> Vec<Word<'_>> {
         let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
         let last = raw.chars().last().unwrap_or(' ');
         let first = raw.chars().next().unwrap_or(' ');
+        // "Dr. Chen": a title's full stop neither ends the name nor the sentence.
+        let title =
+            last == '.' && TITLES.contains(word.to_lowercase().as_str()) && capitalised(word);
+        let word = if title {
+            &raw[raw.len() - word.len() - 1..]
+        } else {
+            word
+        };
         out.push(Word {
             text: word,
             raw,
             starts_sentence: starts_sentence || matches!(first, '"' | '(' | '“'),
-            ends_run: !last.is_alphanumeric(),
+            ends_run: !last.is_alphanumeric() && !title,
         });
-        starts_sentence = matches!(last, '.' | '!' | '?' | ':' | ';' | '"' | '”')
-            || raw.ends_with("...")
-            || word.is_empty();
+        starts_sentence = !title
+            && (matches!(last, '.' | '!' | '?' | ':' | ';' | '"' | '”')
+                || raw.ends_with("...")
+                || word.is_empty());
     }
     out
 }
@@ -152,9 +161,77 @@ fn speaker(text: &str, found: &mut Found) {
 pub fn speaker_line(text: &str) -> Option<(&str, &str)> {
     let (head, said) = text.trim_start().split_once(": ")?;
     let names: Vec<&str> = head.split(' ').collect();
-    (names.len() <= 3 && names.iter().all(|w| capitalised(w) && w.len() < 30))
+    let label = NOTE_LABELS.contains(&head.to_lowercase().as_str());
+    (!label && names.len() <= 3 && names.iter().all(|w| capitalised(w) && w.len() < 30))
         .then_some((head, said))
 }
+
+/// Words that open a note or a line, not a speaker's turn ("Important: …", "TODO: …").
+const NOTE_LABELS: &[&str] = &[
+    "important",
+    "note",
+    "notes",
+    "remember",
+    "reminder",
+    "todo",
+    "to do",
+    "update",
+    "updates",
+    "fyi",
+    "ps",
+    "p.s",
+    "edit",
+    "tip",
+    "pro tip",
+    "fact",
+    "news",
+    "big news",
+    "warning",
+    "caution",
+    "attention",
+    "question",
+    "answer",
+    "summary",
+    "idea",
+    "hint",
+    "context",
+    "goal",
+    "goals",
+    "task",
+    "problem",
+    "issue",
+    "fix",
+    "solution",
+    "status",
+    "result",
+    "decision",
+    "action",
+    "next",
+    "done",
+    "bug",
+    "lesson",
+    "quote",
+    "source",
+    "title",
+    "subject",
+    "re",
+    "fwd",
+    "info",
+    "disclaimer",
+    "spoiler",
+    "side note",
+    "quick note",
+    "heads up",
+    "also",
+    "today",
+    "tomorrow",
+    "yesterday",
+    "later",
+    "correction",
+    "meeting",
+    "agenda",
+    "plan",
+];
 
 /// URLs, paths and @handles: recognised by their shape alone.
 fn token_entity(raw: &str) -> Option<EntityKind> {
@@ -218,10 +295,9 @@ fn runs(words: &[Word], known: &dyn Fn(&str) -> bool, found: &mut Found) {
             continue;
         }
         let name = run.join(" ");
-        let before = start
-            .checked_sub(1)
+        let before: Vec<String> = (start.saturating_sub(3)..start)
             .map(|b| words[b].text.to_lowercase())
-            .unwrap_or_default();
+            .collect();
         found.push(&name, kind_of(&run, &before), None);
     }
 }
@@ -234,21 +310,65 @@ fn looks_like_a_name(word: &str) -> bool {
         .any(|c| c.is_uppercase() || c.is_ascii_digit())
 }
 
-fn kind_of(run: &[&str], before: &str) -> EntityKind {
+/// What a run of capitalised words names, from its own words and the (up to three, lower
+/// case) words before it: "work at X" is an organisation, "live in X" a place, "my friend
+/// X", "with X", "Dr. X" a person.
+fn kind_of(run: &[&str], before: &[String]) -> EntityKind {
     let last = run.last().map(|w| w.to_lowercase()).unwrap_or_default();
     let first = run[0].to_lowercase();
+    let at = |back: usize| {
+        before
+            .len()
+            .checked_sub(back)
+            .map_or("", |i| before[i].as_str())
+    };
+    let titled = TITLES.contains(&first.trim_end_matches('.'));
     if run.len() == 1 && (DAYS.contains(&first.as_str()) || MONTHS.contains(&first.as_str())) {
         EntityKind::Time
-    } else if ORGANIZATIONS.contains(&last.as_str()) || ORGANIZATIONS.contains(&first.as_str()) {
+    } else if titled || PERSON_BEFORE.contains(&at(1)) || RELATIONS.contains(&at(1)) {
+        EntityKind::Person
+    } else if ORGANIZATIONS.contains(&last.as_str())
+        || ORGANIZATIONS.contains(&first.as_str())
+        // "joined Stripe", "work at Google", "a job at Acme": what follows is an organisation.
+        || JOINING.contains(&at(1))
+        || (matches!(at(1), "at" | "for" | "by" | "with" | "from" | "in")
+            && WORKING.contains(&at(2)))
+        || (at(1) == "at" && WORKING.contains(&at(3)))
+    {
         EntityKind::Organization
     } else if EVENTS.contains(&last.as_str()) {
         EntityKind::Event
-    } else if PLACE_WORDS.contains(&before) {
+    } else if PLACE_WORDS.contains(&at(1)) {
         EntityKind::Place
+    } else if matches!(at(2), "name" | "named" | "called") && at(1) == "is"
+        || matches!(at(1), "named" | "me")
+    {
+        EntityKind::Person
     } else {
         EntityKind::Concept
     }
 }
+
+/// Titles a person's name keeps ("Dr. Chen").
+static TITLES: WordSet = LazyLock::new(|| word_set("dr mr mrs ms prof sir dame"));
+
+/// Words after which a name is a person's: "with Jon", "met Ana", "told Sam".
+static PERSON_BEFORE: WordSet = LazyLock::new(|| {
+    word_set(
+        "with met meet meeting told tell asked ask called call texted text emailed email      thanked thank hugged hug married marry dating date miss missed love loved named",
+    )
+});
+
+/// Verbs whose object is an organisation: "joined Stripe", "left Google".
+static JOINING: WordSet = LazyLock::new(|| word_set("joined join joining quit"));
+
+/// Words before "at", "for", "by" that make what follows an organisation: "work at X",
+/// "job with X", "hired by X".
+static WORKING: WordSet = LazyLock::new(|| {
+    word_set(
+        "work works working worked job jobs hired employed intern internship interning      position role offer interview interviewed contract engineer developer manager      designer analyst consultant",
+    )
+});
 
 /// Names the store knows, written in any case ("went hiking with mel").
 fn known_names(words: &[Word], known: &dyn Fn(&str) -> bool, found: &mut Found) {

@@ -9,6 +9,7 @@ pub mod emotion;
 pub mod entities;
 pub mod llm;
 pub mod paths;
+pub mod people;
 pub mod salience;
 pub mod sentences;
 

@@ -33,10 +33,17 @@ impl UserModel {
             if b.negated {
                 continue;
             }
-            // "Maria is my sister": a relation of the person, stated with Maria as subject.
-            if b.predicate == "relation" && who == USER {
-                id.relations
-                    .push(trait_of(&b, format!("{} ({})", b.subject, b.object)));
+            // "Maria is my sister": a relation of the speaker, stated with Maria as subject;
+            // another speaker's relation names them ("sister of Caroline").
+            if b.predicate == "relation" {
+                let (relation, owner) = match b.object.rsplit_once(" of ") {
+                    Some((relation, owner)) => (relation, fold(owner)),
+                    None => (b.object.as_str(), USER.to_string()),
+                };
+                if owner == who {
+                    id.relations
+                        .push(trait_of(&b, format!("{} ({relation})", b.subject)));
+                }
                 continue;
             }
             if fold(&b.subject) != who {

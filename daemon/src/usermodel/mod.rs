@@ -5,13 +5,17 @@
 //! through the store's writer before the request that caused it is answered.
 
 mod identity;
+mod meaning;
 mod policy;
 pub mod projects;
+#[cfg(test)]
+mod sets;
+mod slots;
 mod transfer;
 pub mod vectors;
 pub mod views;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use mnemo_protocol::belief::{BeliefSource, BeliefType, PreferenceSetParams, USER};
@@ -26,11 +30,12 @@ use crate::store::beliefs::BeliefRecord;
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
 use crate::store::{col, MemoryRecord, Pred, Store, StoreError};
-use crate::understand::beliefs::{extract, preference_statement, Signal};
+use crate::understand::beliefs::{extract, preference_statement, statement, Signal, LEFT, OPEN};
 use crate::understand::entities::fold;
 
 pub use policy::confidence;
 use policy::judge;
+use slots::{slot, Beliefs};
 
 /// How sure a belief set by the person is.
 const EXPLICIT_CONFIDENCE: f32 = 0.95;
@@ -43,7 +48,9 @@ pub struct UserModel {
     embed: EmbedService,
     vectors_due: tokio::sync::Notify,
     /// Every belief, current and past, by id; texts in the clear.
-    beliefs: Mutex<HashMap<String, BeliefRecord>>,
+    beliefs: Mutex<Beliefs>,
+    /// The vectors of the topics beliefs were weighed on by meaning ([`meaning`]).
+    topics: Mutex<std::collections::HashMap<String, Vec<f32>>>,
     /// One change at a time, so two writers never judge against the same state.
     changing: tokio::sync::Mutex<()>,
     /// Read beliefs from new memories (`[usermodel] extract` in the config).
@@ -59,20 +66,13 @@ pub struct UserModel {
 #[derive(Default)]
 struct Changes {
     rows: HashSet<String>,
+    /// Of `rows`, those not in the table yet: appended rather than merged.
+    fresh: HashSet<String>,
     deleted: Vec<String>,
     edges: Vec<EdgeRecord>,
     /// Written by the embedding itself: rows still without a vector failed to embed, and
     /// wait for the next change rather than asking again at once.
     embedded: bool,
-}
-
-/// The namespace, subject and predicate beliefs are compared under.
-fn slot(b: &BeliefRecord) -> (String, String, String) {
-    (
-        b.namespace.clone(),
-        fold(&b.subject),
-        b.predicate.to_lowercase(),
-    )
 }
 
 impl UserModel {
@@ -82,6 +82,7 @@ impl UserModel {
             embed,
             vectors_due: tokio::sync::Notify::new(),
             beliefs: Mutex::default(),
+            topics: Mutex::default(),
             changing: tokio::sync::Mutex::default(),
             extract: config.extract,
             llm_refine: config.llm_refine,
@@ -90,7 +91,7 @@ impl UserModel {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, BeliefRecord>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Beliefs> {
         self.beliefs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -103,7 +104,7 @@ impl UserModel {
         self.projects.load().await?;
         let rows = self.store.beliefs().rows(&Pred::All).await?;
         let sealing = self.store.sealing();
-        let mut beliefs = HashMap::with_capacity(rows.len());
+        let mut beliefs = Beliefs::default();
         for mut r in rows {
             let open = |column: &str, text: &str| sealing.open_label(&r.id, column, text, r.sealed);
             r.subject = open("subject", &r.subject)?;
@@ -111,7 +112,7 @@ impl UserModel {
             r.object = open("object", &r.object)?;
             r.statement = open("statement", &r.statement)?;
             r.sealed = false;
-            beliefs.insert(r.id.clone(), r);
+            beliefs.insert(r);
         }
         let n = beliefs.len();
         *self.lock() = beliefs;
@@ -126,18 +127,84 @@ impl UserModel {
         let said: Vec<(&MemoryRecord, Signal)> = records
             .iter()
             .filter(|r| !r.is_summary && r.kind != MemoryKind::Summary && r.is_the_persons())
-            .flat_map(|r| extract(&r.content).into_iter().map(move |s| (r, s)))
+            .flat_map(|r| {
+                extract(&r.content, r.event_time())
+                    .into_iter()
+                    .map(move |s| (r, s))
+            })
             .collect();
         if said.is_empty() {
             return Ok(());
         }
+        // Applied and queued one change at a time; the commit is awaited after, so adds from
+        // many clients commit together.
+        let pending = {
+            let _one = self.changing.lock().await;
+            let now = now_micros();
+            let mut changes = Changes::default();
+            {
+                let mut beliefs = self.lock();
+                for (r, s) in said {
+                    apply(&mut beliefs, read_from(r, s, RULES), now, &mut changes);
+                }
+            }
+            self.queue(changes).await?
+        };
+        pending.committed().await
+    }
+
+    /// A memory's text was changed (`memory.update`): what the new version says is weighed as
+    /// any new memory's, and the beliefs the old version alone said, which the new one no
+    /// longer says, are closed where it begins (kept as history, never deleted); a belief
+    /// other memories also say only loses this one's evidence.
+    pub async fn revise(&self, old: &MemoryRecord, new: &MemoryRecord) -> Result<()> {
+        let said: Vec<Signal> = if self.extract && new.is_the_persons() && !new.is_summary {
+            extract(&new.content, new.event_time())
+        } else {
+            Vec::new()
+        };
         let _one = self.changing.lock().await;
         let now = now_micros();
         let mut changes = Changes::default();
         {
             let mut beliefs = self.lock();
-            for (r, s) in said {
-                apply(&mut beliefs, read_from(r, s, RULES), now, &mut changes);
+            let mut successors: Vec<String> = Vec::new();
+            for s in said {
+                let read = read_from(new, s, RULES);
+                let id = read.id.clone();
+                let (repeated, _) = apply(&mut beliefs, read, now, &mut changes);
+                successors.push(repeated.unwrap_or(id));
+            }
+            let lineage = &old.lineage;
+            let stale: Vec<String> = beliefs
+                .values()
+                .filter(|b| b.valid_to.is_none() && b.evidence.contains(lineage))
+                .filter(|b| !successors.contains(&b.id))
+                .map(|b| b.id.clone())
+                .collect();
+            for id in stale {
+                let b = beliefs.get_mut(&id).expect("listed above");
+                if b.evidence.len() > 1 {
+                    let before = b.evidence.len();
+                    let base = 1.0 - (1.0 - b.confidence).powf(1.0 / before as f32);
+                    b.evidence.retain(|l| l != lineage);
+                    b.confidence = confidence(base, b.evidence.len());
+                    changes.rows.insert(id);
+                    continue;
+                }
+                // The new version's belief of the same slot, when it has one, replaced it.
+                let key = slot(b);
+                let by = successors
+                    .iter()
+                    .find(|s| beliefs.get(*s).is_some_and(|n| slot(n) == key))
+                    .cloned()
+                    .unwrap_or_default();
+                close(&mut beliefs, &id, &by, new.valid_from, &mut changes);
+                if by.is_empty() {
+                    if let Some(b) = beliefs.get_mut(&id) {
+                        b.superseded_by = None;
+                    }
+                }
             }
         }
         self.write(changes).await
@@ -314,7 +381,14 @@ impl UserModel {
         .await
     }
 
+    /// Writes `changes` and waits for their commit.
     async fn write(&self, changes: Changes) -> Result<()> {
+        self.queue(changes).await?.committed().await
+    }
+
+    /// Queues the writes of `changes` in turn; their commit is awaited apart
+    /// ([`Pending::committed`]), so the change lock need not be held through it.
+    async fn queue(&self, changes: Changes) -> Result<Pending> {
         let sealing = self.store.sealing();
         let rows: Vec<BeliefRecord> = {
             let beliefs = self.lock();
@@ -336,21 +410,33 @@ impl UserModel {
         };
         let table = self.store.beliefs();
         let writer = self.store.writer();
+        let mut queued = Vec::new();
         if !rows.is_empty() {
-            writer.submit(table.upsert(&rows)?).await?;
-            if !changes.embedded && rows.iter().any(|b| self.lacks_vector(b)) {
+            let due = !changes.embedded && rows.iter().any(|b| self.lacks_vector(b));
+            let (fresh, known): (Vec<BeliefRecord>, Vec<BeliefRecord>) = rows
+                .into_iter()
+                .partition(|b| changes.fresh.contains(&b.id));
+            if !fresh.is_empty() {
+                queued.push(writer.queue(table.append(&fresh)?).await?);
+            }
+            if !known.is_empty() {
+                queued.push(writer.queue(table.upsert(&known)?).await?);
+            }
+            if due {
                 self.vectors_due.notify_one();
             }
         }
         for chunk in changes.deleted.chunks(1000) {
-            writer.submit(table.delete_ids(chunk)).await?;
+            queued.push(writer.queue(table.delete_ids(chunk)).await?);
         }
         if !changes.edges.is_empty() {
-            writer
-                .submit(self.store.edges().upsert(&changes.edges)?)
-                .await?;
+            queued.push(
+                writer
+                    .queue(self.store.edges().upsert(&changes.edges)?)
+                    .await?,
+            );
         }
-        Ok(())
+        Ok(Pending(queued))
     }
 
     /// Every belief matching `keep`, cloned (the views sort and page them).
@@ -360,6 +446,18 @@ impl UserModel {
 
     pub fn get(&self, id: &str) -> Option<BeliefRecord> {
         self.lock().get(id).cloned()
+    }
+}
+
+/// Writes queued in turn, not yet committed.
+struct Pending(Vec<crate::store::writer::Queued>);
+
+impl Pending {
+    async fn committed(self) -> Result<()> {
+        for q in self.0 {
+            q.committed().await?;
+        }
+        Ok(())
     }
 }
 
@@ -397,16 +495,16 @@ fn memory_of(b: &BeliefRecord) -> Option<&String> {
 /// Weighs `new` against the current beliefs of its slot and records the outcome; answers the
 /// belief it repeated (if it was not added) and the beliefs it replaced.
 fn apply(
-    beliefs: &mut HashMap<String, BeliefRecord>,
+    beliefs: &mut Beliefs,
     mut new: BeliefRecord,
     now: i64,
     changes: &mut Changes,
 ) -> (Option<String>, Vec<String>) {
+    if !resolve_open(beliefs, &mut new) {
+        return (None, Vec::new());
+    }
     let key = slot(&new);
-    let current: Vec<&BeliefRecord> = beliefs
-        .values()
-        .filter(|b| b.valid_to.is_none() && slot(b) == key)
-        .collect();
+    let current = beliefs.current_in(&key);
     let verdict = judge(&new, &current);
     if let Some(id) = verdict.repeats {
         for old in &verdict.supersedes {
@@ -428,30 +526,26 @@ fn apply(
         changes.rows.insert(id.clone());
         return (Some(id), verdict.supersedes);
     }
-    let link =
-        |edges: &mut Vec<EdgeRecord>, from: &BeliefRecord, to: &BeliefRecord, kind: EdgeType| {
-            if let (Some(a), Some(b)) = (memory_of(from), memory_of(to)) {
-                if a != b {
-                    edges.push(EdgeRecord::new(
-                        &from.namespace,
-                        Node::memory(a.clone()),
-                        Node::memory(b.clone()),
-                        kind,
-                        1.0,
-                        "usermodel",
-                        now,
-                    ));
-                }
-            }
-        };
     for id in &verdict.supersedes {
         close(beliefs, id, &new.id, new.valid_from, changes);
-        link(&mut changes.edges, &new, &beliefs[id], EdgeType::Updates);
+        link(
+            &mut changes.edges,
+            &new,
+            &beliefs[id],
+            EdgeType::Updates,
+            now,
+        );
     }
     if let Some((id, at)) = &verdict.superseded_by {
         new.valid_to = Some(*at);
         new.superseded_by = Some(id.clone());
-        link(&mut changes.edges, &beliefs[id], &new, EdgeType::Updates);
+        link(
+            &mut changes.edges,
+            &beliefs[id],
+            &new,
+            EdgeType::Updates,
+            now,
+        );
     }
     for id in &verdict.contradicts {
         let old = beliefs.get_mut(id).expect("a current belief");
@@ -463,24 +557,82 @@ fn apply(
             &new,
             &beliefs[id],
             EdgeType::Contradicts,
+            now,
         );
     }
     if let Some(id) = &verdict.extends {
-        link(&mut changes.edges, &new, &beliefs[id], EdgeType::Extends);
+        link(
+            &mut changes.edges,
+            &new,
+            &beliefs[id],
+            EdgeType::Extends,
+            now,
+        );
     }
     changes.rows.insert(new.id.clone());
-    beliefs.insert(new.id.clone(), new);
+    changes.fresh.insert(new.id.clone());
+    beliefs.insert(new);
     (None, verdict.supersedes)
 }
 
-/// Ends belief `id` where `by` begins (at `at`); it no longer contradicts anything current.
-fn close(
-    beliefs: &mut HashMap<String, BeliefRecord>,
-    id: &str,
-    by: &str,
-    at: i64,
-    changes: &mut Changes,
+/// An edge of `kind` between the memories two beliefs were read from (none when they are one
+/// memory, or either was set rather than read).
+fn link(
+    edges: &mut Vec<EdgeRecord>,
+    from: &BeliefRecord,
+    to: &BeliefRecord,
+    kind: EdgeType,
+    now: i64,
 ) {
+    if let (Some(a), Some(b)) = (memory_of(from), memory_of(to)) {
+        if a != b {
+            edges.push(EdgeRecord::new(
+                &from.namespace,
+                Node::memory(a.clone()),
+                Node::memory(b.clone()),
+                kind,
+                1.0,
+                "usermodel",
+                now,
+            ));
+        }
+    }
+}
+
+/// Fills what a change left open from what is held: "I quit my job" ends the current
+/// workplace ([`OPEN`]), "I left Acme" whichever home or workplace Acme is ([`LEFT`]). False
+/// when nothing held matches: the change has nothing to end.
+fn resolve_open(beliefs: &Beliefs, new: &mut BeliefRecord) -> bool {
+    let open = new.object == OPEN;
+    if new.predicate != LEFT && !open {
+        return true;
+    }
+    let (namespace, subject) = (new.namespace.clone(), fold(&new.subject));
+    let held = beliefs
+        .values()
+        .filter(|b| b.valid_to.is_none() && !b.negated && b.namespace == namespace)
+        .filter(|b| fold(&b.subject) == subject)
+        .filter(|b| {
+            if new.predicate == LEFT {
+                matches!(b.predicate.as_str(), "works_at" | "lives_in" | "studies_at")
+                    && b.object.eq_ignore_ascii_case(&new.object)
+            } else {
+                b.predicate == new.predicate
+            }
+        })
+        .max_by_key(|b| b.valid_from);
+    let Some(held) = held else {
+        return false;
+    };
+    new.predicate = held.predicate.clone();
+    new.object = held.object.clone();
+    new.belief_type = held.belief_type;
+    new.statement = statement(&new.subject, &new.predicate, &new.object, new.negated);
+    true
+}
+
+/// Ends belief `id` where `by` begins (at `at`); it no longer contradicts anything current.
+fn close(beliefs: &mut Beliefs, id: &str, by: &str, at: i64, changes: &mut Changes) {
     let old = beliefs.get_mut(id).expect("a current belief");
     old.valid_to = Some(at.max(old.valid_from));
     old.superseded_by = Some(by.to_string());
@@ -495,7 +647,7 @@ fn close(
 }
 
 /// Deletes a belief: what it replaced holds again, and nothing contradicts it any more.
-fn remove(beliefs: &mut HashMap<String, BeliefRecord>, id: &str, changes: &mut Changes) {
+fn remove(beliefs: &mut Beliefs, id: &str, changes: &mut Changes) {
     let Some(gone) = beliefs.remove(id) else {
         return;
     };

@@ -3,9 +3,11 @@
 //! evidence; on a single-valued predicate a different value replaces the old one when its
 //! source is at least as strong (explicit > extracted > inferred) and it is at least as
 //! recent, and is kept beside it, marked as contradicting, when not; on a many-valued
-//! predicate another value extends, and the same value negated contradicts.
+//! predicate another value extends, and the same value negated closes it when newer (and
+//! contradicts it when older or weaker).
 
 use crate::store::beliefs::BeliefRecord;
+use crate::understand::beliefs::observed::is_observed;
 use crate::understand::beliefs::single_valued;
 
 /// What to do with a new belief.
@@ -38,7 +40,7 @@ pub fn judge(new: &BeliefRecord, current: &[&BeliefRecord]) -> Verdict {
         // explicitly after an explicit "tabs" and an extracted "spaces").
         for old in others {
             let (rank_new, rank_old) = (new.source.rank(), old.source.rank());
-            if rank_new > rank_old || (rank_new == rank_old && new.valid_from >= old.valid_from) {
+            if outranks(new, old) {
                 v.supersedes.push(old.id.clone());
             } else if v.repeats.is_some() {
                 // A repeat adds no row: nothing to mark.
@@ -58,18 +60,30 @@ pub fn judge(new: &BeliefRecord, current: &[&BeliefRecord]) -> Verdict {
     if v.repeats.is_some() {
         return v;
     }
+    // The same value negated ("no longer", "anymore", "quit"): a newer saying at least as
+    // strong closes the old one; an older or weaker one contradicts it.
     for old in others {
         if same_value(old) {
-            v.contradicts.push(old.id.clone());
+            if outranks(new, old) {
+                v.supersedes.push(old.id.clone());
+            } else {
+                v.contradicts.push(old.id.clone());
+            }
         }
     }
-    if v.contradicts.is_empty() {
+    if v.contradicts.is_empty() && v.supersedes.is_empty() && !is_observed(&new.predicate) {
         v.extends = current
             .iter()
             .max_by_key(|b| b.valid_from)
             .map(|b| b.id.clone());
     }
     v
+}
+
+/// Whether `new` replaces `old`: a stronger source, or as strong and at least as recent.
+pub(super) fn outranks(new: &BeliefRecord, old: &BeliefRecord) -> bool {
+    let (rank_new, rank_old) = (new.source.rank(), old.source.rank());
+    rank_new > rank_old || (rank_new == rank_old && new.valid_from >= old.valid_from)
 }
 
 /// Confidence from the source's own and the number of independent memories saying it:
@@ -156,15 +170,19 @@ mod tests {
     }
 
     #[test]
-    fn many_valued_predicates_extend_and_negations_contradict() {
+    fn many_valued_predicates_extend_and_a_newer_negation_closes() {
         let french = belief("a", "speaks", "French", Extracted, 1);
         let spanish = belief("b", "speaks", "Spanish", Extracted, 2);
         assert_eq!(judge(&spanish, &[&french]).extends.as_deref(), Some("a"));
         let mut no_french = belief("c", "speaks", "French", Extracted, 3);
         no_french.negated = true;
         let v = judge(&no_french, &[&french, &spanish]);
-        assert_eq!(v.contradicts, vec!["a".to_string()]);
-        assert!(v.extends.is_none());
+        assert_eq!(v.supersedes, vec!["a".to_string()], "no longer: closed");
+        assert!(v.extends.is_none() && v.contradicts.is_empty());
+        // Said before the positive one (an import out of order), it contradicts instead.
+        let mut early = belief("d", "speaks", "French", Extracted, 0);
+        early.negated = true;
+        assert_eq!(judge(&early, &[&french]).contradicts, vec!["a".to_string()]);
     }
 
     #[test]

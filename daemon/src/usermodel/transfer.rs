@@ -119,7 +119,7 @@ impl UserModel {
                     continue;
                 }
                 changes.rows.insert(row.id.clone());
-                beliefs.insert(row.id.clone(), row);
+                beliefs.insert(row);
             }
         }
         let added = changes.rows.len() as u64;

@@ -4,14 +4,17 @@
 //! the words they share. A person's beliefs are thousands, not millions: they are compared in memory,
 //! not indexed, and stored as plain lists, so a change of embedder needs no new schema.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::{Changes, UserModel};
 use crate::error::Result;
+use mnemo_protocol::time::now_micros;
+
 use crate::linalg::cosine;
 use crate::shutdown::Shutdown;
 use crate::store::beliefs::BeliefRecord;
 use crate::store::Floats;
+use crate::understand::beliefs::observed::is_observed;
 
 /// Statements embedded per call.
 const CHUNK: usize = 256;
@@ -19,8 +22,12 @@ const CHUNK: usize = 256;
 const GATHER: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl UserModel {
+    /// Whether `b` is due a vector. A statement kept as said (an event, a feeling) has none:
+    /// its memory's own vector finds it, and a person has thousands.
     pub(super) fn lacks_vector(&self, b: &BeliefRecord) -> bool {
-        b.vector.0.is_empty() || b.embed_model.as_deref() != Some(self.embed.embedder().model_id())
+        !is_observed(&b.predicate)
+            && (b.vector.0.is_empty()
+                || b.embed_model.as_deref() != Some(self.embed.embedder().model_id()))
     }
 
     /// Embeds the statements among `ids` that hold no vector of the configured model. A
@@ -85,17 +92,74 @@ impl UserModel {
                 .collect()
         };
         for chunk in ids.chunks(CHUNK) {
-            let _one = self.changing.lock().await;
+            // Embedded without the change lock, so adds are not held up meanwhile: a vector
+            // is kept only for the statement it was made from.
             let rows: HashSet<String> = chunk.iter().cloned().collect();
             self.embed_statements(&rows).await;
-            self.write(Changes {
-                rows,
-                embedded: true,
-                ..Default::default()
-            })
-            .await?;
+            // The new beliefs are weighed by meaning too, once their topics have vectors.
+            let topics = self.topic_vectors(&rows).await;
+            let pending = {
+                let _one = self.changing.lock().await;
+                let mut changes = Changes {
+                    embedded: true,
+                    ..Default::default()
+                };
+                super::meaning::reconcile(
+                    &mut self.lock(),
+                    &rows,
+                    &topics,
+                    now_micros(),
+                    &mut changes,
+                );
+                changes.rows.extend(rows);
+                self.queue(changes).await?
+            };
+            pending.committed().await?;
         }
         Ok(ids.len())
+    }
+}
+
+impl UserModel {
+    /// The vectors of the topics `ids` (new beliefs) are weighed on, theirs and their rivals'
+    /// ([`super::meaning::topic`]); kept between calls, since a person's topics recur. A
+    /// failed embedding leaves them out: those beliefs are weighed by their slots alone.
+    async fn topic_vectors(&self, ids: &HashSet<String>) -> HashMap<String, Vec<f32>> {
+        use super::meaning::{rivals_of, topic, weighed};
+        let wanted: HashSet<String> = {
+            let beliefs = self.lock();
+            ids.iter()
+                .filter_map(|id| beliefs.get(id))
+                .filter(|b| weighed(b))
+                .flat_map(|b| {
+                    let mut t = vec![topic(b)];
+                    t.extend(rivals_of(&beliefs, b).into_iter().map(topic));
+                    t
+                })
+                .collect()
+        };
+        let missing: Vec<String> = {
+            let known = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+            wanted
+                .iter()
+                .filter(|t| !known.contains_key(*t))
+                .cloned()
+                .collect()
+        };
+        for chunk in missing.chunks(CHUNK) {
+            match self.embed.embed(chunk.to_vec()).await {
+                Ok(vectors) => {
+                    let mut known = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+                    known.extend(chunk.iter().cloned().zip(vectors));
+                }
+                Err(e) => tracing::warn!("beliefs weighed without their topics' meaning: {e}"),
+            }
+        }
+        let known = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        wanted
+            .into_iter()
+            .filter_map(|t| known.get(&t).map(|v| (t, v.clone())))
+            .collect()
     }
 }
 

@@ -101,7 +101,8 @@ impl UserModel {
     }
 
     /// For each of `lineages` (memories) that states a fact a newer memory replaced: the
-    /// fact, and the replacing memory's lineage, while the replacing belief still holds. One
+    /// fact, and the lineage of the memory whose belief holds now, at the end of the chain
+    /// of replacements. One
     /// pass over the closed beliefs, whatever the number of memories asked about.
     pub fn superseded(
         &self,
@@ -113,7 +114,18 @@ impl UserModel {
             let Some(lineage) = old.evidence.iter().find(|l| lineages.contains(l.as_str())) else {
                 continue;
             };
-            let Some(new) = old.superseded_by.as_ref().and_then(|id| beliefs.get(id)) else {
+            // What replaced it may itself have been replaced ("no longer at Google", then
+            // "works at Stripe"): the belief that holds now ends the chain.
+            let mut new = old.superseded_by.as_ref().and_then(|id| beliefs.get(id));
+            for _ in 0..8 {
+                match new {
+                    Some(n) if n.valid_to.is_some() => {
+                        new = n.superseded_by.as_ref().and_then(|id| beliefs.get(id));
+                    }
+                    _ => break,
+                }
+            }
+            let Some(new) = new else {
                 continue;
             };
             let Some(by) = new.evidence.first() else {

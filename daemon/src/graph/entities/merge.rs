@@ -89,12 +89,43 @@ impl EntityBook {
         merges
     }
 
-    /// Merges what [`Self::spelling_merges`] found; how many merged.
+    /// Merges what [`Self::spelling_merges`] and [`Self::first_name_merges`] found; how
+    /// many merged.
     pub fn merge_spellings(&self) -> usize {
-        self.spelling_merges()
+        let mut merges = self.spelling_merges();
+        merges.extend(self.first_name_merges());
+        merges
             .into_iter()
             .filter(|(ns, alias, canonical)| self.merge_keys(ns, alias, canonical))
             .count()
+    }
+
+    /// A person named by one word ("Sarah") and exactly one person of the namespace whose
+    /// full name starts with it ("Sarah Chen"): one person, the short name an alias. Two
+    /// Sarahs with surnames merge neither; titles are not first names ("Dr. Chen").
+    pub fn first_name_merges(&self) -> Vec<(String, String, String)> {
+        let book = self.lock();
+        let people: Vec<&Known> = book
+            .entities
+            .values()
+            .filter(|k| k.merged_into.is_none() && k.mentions > 0)
+            .filter(|k| k.entity_type == EntityType::Person)
+            .collect();
+        // Keys may be sealed: the names compare.
+        let named: Vec<(&Known, String)> = people.iter().map(|k| (*k, fold(&k.name()))).collect();
+        let mut merges = Vec::new();
+        for (short, short_name) in named.iter().filter(|(_, n)| !n.contains(' ')) {
+            let mut full = named.iter().map(|(k, n)| (k, n)).filter(|(k, n)| {
+                k.namespace == short.namespace
+                    && n.split(' ').count() == 2
+                    && n.split(' ').next() == Some(short_name.as_str())
+            });
+            if let (Some((one, _)), None) = (full.next(), full.next()) {
+                merges.push((short.namespace.clone(), short.key.clone(), one.key.clone()));
+            }
+        }
+        merges.sort();
+        merges
     }
 
     /// The key of the entity `key` stands for in `namespace`: its own, or the one it was merged

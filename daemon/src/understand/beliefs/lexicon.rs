@@ -140,3 +140,38 @@ pub fn domain_of(text: &str) -> &'static str {
         .find(|(_, set)| words.iter().any(|w| set.contains(w)))
         .map_or("general", |(domain, _)| domain)
 }
+
+/// Foods by what a diet leaves out of them.
+static MEAT: WordSet = LazyLock::new(|| {
+    word_set(
+        "meat meats beef steak steaks pork bacon ham chicken turkey lamb veal sausage sausages \
+     burger burgers hamburger hamburgers ribs brisket salami pepperoni prosciutto duck \
+     venison meatballs meatball hotdog hotdogs chorizo kebab kebabs jerky",
+    )
+});
+static FISH: WordSet = LazyLock::new(|| {
+    word_set(
+        "fish salmon tuna cod shrimp shrimps prawn prawns lobster crab seafood shellfish \
+     oysters oyster anchovies sardines mussels clams squid calamari",
+    )
+});
+static ANIMAL: WordSet = LazyLock::new(|| {
+    word_set("cheese milk butter yogurt yoghurt cream eggs egg omelette omelet honey dairy")
+});
+
+/// Whether `diet` ("vegetarian", "vegan", "pescatarian") leaves out the food `food` names
+/// ("steak", "a cheese burger", "sushi with salmon").
+pub fn rules_out(diet: &str, food: &str) -> bool {
+    let lower = food.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let any = |set: &HashSet<&str>| words.iter().any(|w| set.contains(w));
+    match diet.to_lowercase().as_str() {
+        "vegetarian" => any(&MEAT) || any(&FISH),
+        "vegan" => any(&MEAT) || any(&FISH) || any(&ANIMAL),
+        "pescatarian" => any(&MEAT),
+        _ => false,
+    }
+}

@@ -1,9 +1,11 @@
-//! Beliefs a text states, by rules: identity ("my name is", "I'm a … engineer", "I live
+//! Beliefs a text states, read clause by clause ([`people`]: who each clause is about, in
+//! the third person). Slot rules read identity ("my name is", "I'm a … engineer", "I live
 //! in"), preferences and corrections ("I love", "never use", "use X instead of Y"),
 //! constraints ("I'm allergic to", "I can't", deadlines), goals ("I want to") and facts about
 //! people ("Maria is my sister", "Maria moved to Porto"), first and third person, negation
 //! handled. A `Name: words` line speaks for Name; otherwise "I" is the person (`user`).
-//! Questions, conditionals and turns of phrase ("I can't wait") state nothing.
+//! Questions, conditionals and turns of phrase ("I can't wait") state nothing. A telling
+//! clause no rule reads is kept as its statement ([`observed`]): an event, a feeling, a plan.
 
 mod lexicon;
 mod rules;
@@ -11,12 +13,12 @@ mod rules;
 mod tests;
 
 use mnemo_protocol::belief::{BeliefType, USER};
-use regex::Regex;
 
-use super::entities::speaker_line;
+use super::people::{self, Person};
 
-pub use lexicon::domain_of;
-pub use rules::{display, preference_statement};
+pub use lexicon::{domain_of, rules_out};
+pub use people::display;
+pub use rules::{preference_statement, statement, LEFT, OPEN};
 
 /// One belief a text states, before the store weighs it against what it already holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,132 +57,226 @@ pub fn single_valued(kind: BeliefType, predicate: &str) -> bool {
 
 /// Most beliefs one text yields: a pasted document must not flood the model.
 pub const MAX_SIGNALS: usize = 16;
+/// Clauses one statement kept as said joins, at most: a text's most telling about a person
+/// make one statement about them ("Caroline went to a support group on 7 May 2023, and
+/// found the stories inspiring"), as a reader would note it.
+pub const CLAUSES_PER_STATEMENT: usize = 2;
+/// Least weight ([`people::Said::weight`]) of a clause kept as said: a few words of content.
+pub const MIN_WEIGHT: f32 = 2.5;
+/// Least weight of a view kept as said: one needs more words than a fact to tell anything.
+pub const MIN_VIEW_WEIGHT: f32 = 6.0;
 
-/// The beliefs `text` states.
-pub fn extract(text: &str) -> Vec<Signal> {
-    let (speaker, said) = match speaker_line(text) {
-        Some((head, said)) => (head.to_string(), said),
-        None => (USER.to_string(), text),
+/// The predicates of statements kept as said, by what they tell.
+pub mod observed {
+    /// Something that happened, or was done ("Caroline went to a support group on 7 May").
+    pub const EVENT: &str = "event";
+    /// How someone feels about something.
+    pub const FEELING: &str = "feeling";
+    /// Anything else true of someone ("Gina's store sells fashion pieces").
+    pub const FACT: &str = "fact";
+    /// What someone means to do ("Caroline is going to continue her education").
+    pub const PLAN: &str = "plan";
+    /// What someone thinks of the world ("Melanie thinks family moments make life awesome").
+    pub const VIEW: &str = "view";
+
+    /// Whether `predicate` is one of a statement kept as said (many-valued, never a slot).
+    pub fn is_observed(predicate: &str) -> bool {
+        matches!(predicate, EVENT | FEELING | FACT | PLAN | VIEW)
+    }
+}
+
+/// The beliefs `text`, said at `said_at` (UTC microseconds), states.
+pub fn extract(text: &str, said_at: i64) -> Vec<Signal> {
+    let Reading { mut slots, kept } = reading(text, said_at);
+    // Per person, one statement of their most telling clauses, in the order said.
+    let mut by_subject: Vec<(String, Vec<Kept>)> = Vec::new();
+    let enough = |k: &Kept| {
+        let floor = if k.signal.predicate == observed::VIEW {
+            MIN_VIEW_WEIGHT
+        } else {
+            MIN_WEIGHT
+        };
+        k.weight >= floor
     };
-    let mut out: Vec<Signal> = Vec::new();
-    for clause in clauses(said) {
-        if out.len() >= MAX_SIGNALS {
-            break;
+    for k in kept.into_iter().filter(enough) {
+        match by_subject.iter_mut().find(|(s, _)| *s == k.signal.subject) {
+            Some((_, list)) => list.push(k),
+            None => by_subject.push((k.signal.subject.clone(), vec![k])),
         }
-        let Some((clause, hedged)) = statement_clause(&clause) else {
+    }
+    for (_, mut list) in by_subject {
+        list.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.clause.cmp(&b.clause)));
+        list.truncate(CLAUSES_PER_STATEMENT);
+        list.sort_by_key(|k| k.clause);
+        push(&mut slots, joined(list));
+    }
+    slots.truncate(MAX_SIGNALS);
+    slots
+}
+
+/// One statement of clauses about one person: the first as it is, the others after ", and"
+/// without the subject they share ("Caroline went …, and found …"); the first's kind.
+fn joined(list: Vec<Kept>) -> Signal {
+    let mut list = list.into_iter();
+    let mut first = list.next().expect("a clause").signal;
+    let shown = people::display(&first.subject);
+    for k in list {
+        let Some(rest) = k.signal.statement.strip_prefix(&format!("{shown} ")) else {
             continue;
         };
-        for mut s in rules::read(&clause, &speaker) {
-            if hedged {
+        first.statement = format!("{}, and {rest}", first.statement);
+        first.object = format!("{}, and {rest}", first.object);
+    }
+    first
+}
+
+/// A statement kept as said, before the most telling of a text are chosen.
+pub(crate) struct Kept {
+    /// Which clause of the text it is.
+    pub clause: usize,
+    /// How much it tells ([`people::Said::weight`]).
+    pub weight: f32,
+    pub signal: Signal,
+}
+
+/// What a text states: the slot rules' beliefs, and every clause no rule read that tells
+/// something, each with its weight.
+pub(crate) struct Reading {
+    pub slots: Vec<Signal>,
+    pub kept: Vec<Kept>,
+}
+
+/// Adds `s` unless the same subject, predicate and object is there.
+fn push(out: &mut Vec<Signal>, s: Signal) {
+    if !out
+        .iter()
+        .any(|o| o.subject == s.subject && o.predicate == s.predicate && o.object == s.object)
+    {
+        out.push(s);
+    }
+}
+
+pub(crate) fn reading(text: &str, said_at: i64) -> Reading {
+    let heard = people::read(text, said_at);
+    let shown = people::display(&heard.speaker);
+    let mut slots: Vec<Signal> = Vec::new();
+    let mut kept = Vec::new();
+    for (i, said) in heard.said.iter().enumerate() {
+        if let (Person::Named(name), Some(rel)) = (&said.person, &said.relation) {
+            push(&mut slots, rules::kin(name, rel, &heard.speaker));
+        }
+        let mut found = rules::read(&said.clause, &heard.speaker);
+        if found.is_empty() && said.undated != said.clause {
+            found = rules::read(&said.undated, &heard.speaker);
+        }
+        // What no rule read is kept as said; so is a dated change a rule read ("I lost my
+        // job as a banker yesterday"): the slot holds the fact, the statement the event.
+        if said.weight > 0.0 && (found.is_empty() || said.date.is_some()) {
+            kept.push(Kept {
+                clause: i,
+                weight: said.weight,
+                signal: observation(said),
+            });
+        }
+        let pets = match said.person {
+            Person::Speaker | Person::Touched => {
+                rules::pets_mentioned(&said.clause, &heard.speaker)
+            }
+            _ => Vec::new(),
+        };
+        for mut s in found.into_iter().chain(pets) {
+            if said.hedged {
                 s.confidence = (s.confidence - 0.3).max(0.2);
             }
-            if !out.iter().any(|o| {
-                o.subject == s.subject && o.predicate == s.predicate && o.object == s.object
-            }) {
-                out.push(s);
-            }
+            // "wants to continue my studies": the rule's words, in the third person too.
+            s.object = people::their(&s.object, &said.person, &shown);
+            s.statement = people::their(&s.statement, &said.person, &shown);
+            push(&mut slots, s);
         }
     }
-    out.truncate(MAX_SIGNALS);
-    out
+    Reading { slots, kept }
 }
 
-/// A clause and whether it ends in a question mark.
-struct Clause {
-    text: String,
-    question: bool,
-}
-
-static SPLIT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-    Regex::new(r"(?i)(?:(?:,\s*|\s+)(?:and|but|so|because|although|though|while)\s+|,\s+)(i\b|i'm\b|i’m\b|my\b|i've\b)")
-        .expect("valid pattern")
-});
-
-/// Sentences, and within them the clauses a conjunction or a comma starts anew in the first
-/// person ("I live in Porto and I work at Acme", "I'm not a developer, I'm a designer"); a
-/// condition stays whole, so its consequence is not read as a statement.
-fn clauses(text: &str) -> Vec<Clause> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes: Vec<(usize, char)> = text.char_indices().collect();
-    let mut push = |piece: &str, question: bool| {
-        let opening = piece.trim_start().to_lowercase();
-        if CONDITIONS.iter().any(|c| opening.starts_with(c)) {
-            out.push(Clause {
-                text: piece.trim().to_string(),
-                question,
-            });
-            return;
-        }
-        let mut from = 0;
-        for m in SPLIT.captures_iter(piece) {
-            let (whole, next) = (m.get(0).expect("match"), m.get(1).expect("group"));
-            out.push(Clause {
-                text: piece[from..whole.start()].trim().to_string(),
-                question: false,
-            });
-            from = next.start();
-        }
-        out.push(Clause {
-            text: piece[from..].trim().to_string(),
-            question,
-        });
-    };
-    for (i, &(at, c)) in bytes.iter().enumerate() {
-        let next = bytes.get(i + 1).map(|&(_, n)| n);
-        // "3.5" and "e.g." are not sentence ends; a full stop before a space or the end is.
-        let ends = matches!(c, '!' | '?' | ';' | '\n')
-            || (c == '.' && next.is_none_or(char::is_whitespace));
-        if ends {
-            push(&text[start..at], c == '?');
-            start = at + c.len_utf8();
-        }
-    }
-    push(&text[start..], false);
-    out.retain(|c| !c.text.is_empty());
-    out
-}
-
-/// Openings of a condition: what follows the comma holds only if it holds.
-const CONDITIONS: &[&str] = &["if ", "when ", "unless ", "whenever ", "once ", "in case "];
-
-static FILLER: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-    Regex::new(
-        r"(?i)^(?:(?:well|actually|btw|by the way|also|oh|so|and|but|honestly|anyway|yeah|yes|no|ok|okay|hey|hi|hello|lol|haha|fyi|just so you know|for the record|just a reminder|reminder|remember|note|fun fact|to be honest|tbh|these days|nowadays|now|lately|recently)\b(?: that)?[,:!]?\s+)+",
-    )
-    .expect("valid pattern")
-});
-
-static HEDGE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-    Regex::new(
-        r"(?i)^(?:i think|i guess|i believe|i suppose|maybe|probably|perhaps)\s+(?:that\s+)?",
-    )
-    .expect("valid pattern")
-});
-
-/// Words that open a question (or a condition) rather than a statement.
-const NOT_STATEMENTS: &[&str] = &[
-    "do", "does", "did", "is", "are", "am", "was", "were", "can", "could", "would", "should",
-    "will", "what", "where", "who", "whom", "when", "why", "how", "which", "have", "has", "if",
-    "whether", "unless", "in case", "wonder", "i wonder", "imagine",
+/// Words of a plan: what is to come.
+const PLAN_WORDS: &[&str] = &[
+    "going to",
+    "gonna",
+    "plan to",
+    "planning",
+    "plans to",
+    "want to",
+    "wants to",
+    "wanna",
+    "hope to",
+    "hoping to",
+    "would love to",
+    "would like to",
+    "will ",
+    "'ll ",
+    "thinking of",
+    "thinking about",
+    "aim to",
+    "aiming to",
+    "trying to",
+    "looking to",
+    "keen on",
+    "considering",
+    "next week",
+    "next month",
+    "next year",
+    "someday",
+    "one day",
+    "dream of",
+    "dreams of",
+    "about to",
 ];
 
-/// The clause as a statement (fillers off) and whether it was hedged; `None` for a question
-/// or a condition.
-fn statement_clause(c: &Clause) -> Option<(String, bool)> {
-    if c.question {
-        return None;
+/// A clause no slot rule read, kept as the statement it makes.
+fn observation(said: &people::Said) -> Signal {
+    let lower = said.clause.to_lowercase();
+    let after_subject: Vec<String> = lower
+        .split_whitespace()
+        .skip(1)
+        .take(4)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                .to_string()
+        })
+        .collect();
+    let emotion = super::emotion::read(&said.clause);
+    let (predicate, kind) = if said.person == Person::View {
+        (observed::VIEW, BeliefType::Value)
+    } else if PLAN_WORDS.iter().any(|p| lower.contains(p)) {
+        (observed::PLAN, BeliefType::Goal)
+    } else if after_subject.iter().any(|w| people::words::is_past_verb(w))
+        && !after_subject
+            .iter()
+            .any(|w| matches!(w.as_str(), "was" | "were" | "been") && emotion.intensity >= 0.5)
+    {
+        (observed::EVENT, BeliefType::Fact)
+    } else if emotion.intensity >= 0.5
+        && emotion.primary != mnemo_protocol::understanding::EmotionKind::Neutral
+    {
+        (observed::FEELING, BeliefType::Fact)
+    } else {
+        (observed::FACT, BeliefType::Fact)
+    };
+    let shown = people::display(&said.subject);
+    let object = said
+        .statement
+        .strip_prefix(&shown)
+        .map(|rest| rest.trim_start_matches("'s").trim().to_string())
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or_else(|| said.statement.clone());
+    let base = if said.subject == USER { 0.6 } else { 0.5 };
+    Signal {
+        subject: said.subject.clone(),
+        predicate: predicate.to_string(),
+        object,
+        negated: false,
+        kind,
+        domain: None,
+        statement: said.statement.clone(),
+        confidence: if said.hedged { base - 0.3 } else { base },
     }
-    let text = c
-        .text
-        .trim_matches(|ch: char| matches!(ch, '"' | '“' | '”' | '(' | ')' | '*' | '-' | ' '));
-    let text = FILLER.replace(text, "");
-    let lower = text.to_lowercase();
-    let first = lower.split_whitespace().next().unwrap_or_default();
-    if NOT_STATEMENTS.contains(&first) || lower.starts_with("i wonder") {
-        return None;
-    }
-    let hedged = HEDGE.is_match(&text);
-    let text = HEDGE.replace(&text, "").to_string();
-    Some((text, hedged))
 }

@@ -75,7 +75,7 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     (
         "We finally moved! I moved to Berlin last month.",
-        &["user|lives_in|Berlin last month|identity"],
+        &["user|lives_in|Berlin|identity"],
     ),
     (
         "I no longer live in Paris.",
@@ -83,7 +83,7 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     (
         "I'm from Brazil originally, but I love it here.",
-        &["user|from|Brazil originally|identity"],
+        &["user|from|Brazil|identity"],
     ),
     (
         "I speak French and Spanish.",
@@ -325,8 +325,9 @@ fn every_labelled_sentence_yields_its_beliefs_and_no_others() {
     assert!(CASES.len() >= 80, "{} sentences", CASES.len());
     let mut failures = Vec::new();
     for (text, want) in CASES {
-        let got: Vec<_> = extract(text)
+        let got: Vec<_> = extract(text, 0)
             .into_iter()
+            .filter(|s| !observed::is_observed(&s.predicate))
             .map(|s| (s.subject, s.predicate, s.object, s.negated, s.kind))
             .collect();
         let want: Vec<_> = want.iter().map(|w| expected(w)).collect();
@@ -343,7 +344,7 @@ fn statements_read_as_sentences() {
         ("Maria moved to Porto.", "Maria lives in Porto"),
         (
             "Maria doesn't live in Lisbon anymore.",
-            "Maria does not live in Lisbon",
+            "Maria no longer lives in Lisbon",
         ),
         ("I'm a software engineer.", "User is a software engineer"),
         ("I'm an architect.", "User is an architect"),
@@ -360,14 +361,14 @@ fn statements_read_as_sentences() {
         ("I love tea.", "User likes tea"),
     ];
     for (text, want) in cases {
-        let got = extract(text);
+        let got = extract(text, 0);
         assert_eq!(got[0].statement, want, "{text}");
     }
 }
 
 #[test]
 fn preferences_find_their_domain() {
-    let domain = |t: &str| extract(t)[0].domain.clone().unwrap();
+    let domain = |t: &str| extract(t, 0)[0].domain.clone().unwrap();
     assert_eq!(domain("I prefer tabs over spaces."), "coding");
     assert_eq!(domain("I love tea."), "food");
     assert_eq!(domain("Never use emojis."), "writing");
@@ -376,9 +377,9 @@ fn preferences_find_their_domain() {
 
 #[test]
 fn hedged_and_third_person_are_less_sure() {
-    let sure = extract("I prefer dark mode.")[0].confidence;
-    let hedged = extract("I think I prefer dark mode.")[0].confidence;
-    let other = extract("Maria loves sushi.")[0].confidence;
+    let sure = extract("I prefer dark mode.", 0)[0].confidence;
+    let hedged = extract("I think I prefer dark mode.", 0)[0].confidence;
+    let other = extract("Maria loves sushi.", 0)[0].confidence;
     assert!(hedged < sure && other < sure, "{hedged} {other} {sure}");
 }
 

@@ -26,6 +26,7 @@ mod fuzz;
 mod load;
 mod search;
 mod triggers;
+mod understanding;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -75,6 +76,22 @@ enum BenchWhat {
         /// memories linked), not of one caught mid-ingest.
         #[arg(long)]
         no_consolidate: bool,
+    },
+    /// Understanding people: the beliefs mnemo reads from each annotated LoCoMo conversation
+    /// against what its authors observed about each speaker, session by session (recall and
+    /// precision, matched one to one by meaning).
+    Understanding {
+        #[arg(long, default_value = "../shared/data/locomo/annotated")]
+        dir: PathBuf,
+        /// Skip ingesting (the namespaces are already loaded).
+        #[arg(long)]
+        no_ingest: bool,
+        /// Least cosine between a belief and an observation that counts as a match.
+        #[arg(long, default_value_t = 0.6)]
+        threshold: f32,
+        /// Print this many unmatched beliefs and observations, to judge by reading.
+        #[arg(long, default_value_t = 0)]
+        show: usize,
     },
     /// Context packages on LoCoMo: the share of each question's evidence turns inside a
     /// package of each budget, against the top search results in the same tokens; then
@@ -183,6 +200,23 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             no_ingest,
             no_consolidate,
         } => locomo(&mut client, &path, !no_ingest, !no_consolidate).await,
+        BenchWhat::Understanding {
+            dir,
+            no_ingest,
+            threshold,
+            show,
+        } => {
+            understanding::run(
+                &mut client,
+                understanding::UnderstandingBench {
+                    dir: &dir,
+                    load: !no_ingest,
+                    threshold,
+                    show,
+                },
+            )
+            .await
+        }
         BenchWhat::Context {
             path,
             no_ingest,

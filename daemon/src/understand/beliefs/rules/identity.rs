@@ -1,7 +1,7 @@
 //! Who someone is: name, age, pronouns, occupation, diet, where they live and work,
 //! where they come from, languages, birthday, spouse; and the people close to them.
 
-use mnemo_protocol::belief::BeliefType::{Constraint, Fact, Identity};
+use mnemo_protocol::belief::BeliefType::{Constraint, Identity};
 
 use super::*;
 
@@ -37,9 +37,75 @@ fn relation(c: &Captures, w: &Who) -> Vec<Signal> {
     // "best friend", "older sister": the relation is its last word, said as written.
     let kin = rel.rsplit(' ').next().unwrap_or_default();
     match w.subject(group(c, "name")) {
-        Some(name) if is_relation(kin) => vec![fact(&name, Fact, "relation", rel, false)],
+        Some(name) if is_relation(kin) => vec![super::kin(&name, &rel, w.speaker)],
         _ => vec![],
     }
+}
+
+/// Languages said in any case ("i speak spanish"); a capitalised word is taken as one too
+/// ("I speak Tagalog"), "I speak my mind" is not.
+fn languages(said: Vec<Signal>) -> Vec<Signal> {
+    const KNOWN: &[&str] = &[
+        "english",
+        "spanish",
+        "french",
+        "german",
+        "italian",
+        "portuguese",
+        "dutch",
+        "russian",
+        "polish",
+        "ukrainian",
+        "chinese",
+        "mandarin",
+        "cantonese",
+        "japanese",
+        "korean",
+        "arabic",
+        "hindi",
+        "urdu",
+        "bengali",
+        "turkish",
+        "greek",
+        "hebrew",
+        "swedish",
+        "norwegian",
+        "danish",
+        "finnish",
+        "czech",
+        "hungarian",
+        "romanian",
+        "vietnamese",
+        "thai",
+        "indonesian",
+        "tagalog",
+        "swahili",
+        "persian",
+        "farsi",
+        "catalan",
+        "irish",
+        "welsh",
+        "sign language",
+        "asl",
+    ];
+    said.into_iter()
+        .filter_map(|mut s| {
+            let lower = s.object.to_lowercase();
+            let lower = lower
+                .trim_start_matches("a little ")
+                .trim_start_matches("a bit of ");
+            let known = KNOWN.contains(&lower);
+            if known {
+                let mut c = lower.chars();
+                s.object = c
+                    .next()
+                    .map_or(String::new(), |f| f.to_uppercase().chain(c).collect());
+                s.statement = statement(&s.subject, &s.predicate, &s.object, s.negated);
+                return Some(s);
+            }
+            s.object.starts_with(char::is_uppercase).then_some(s)
+        })
+        .collect()
 }
 
 /// Words that qualify a relation ("my best friend", "my older sister").
@@ -52,6 +118,17 @@ pub fn rules() -> Vec<Rule> {
         rule(
             r"(?i:my name is|my name's|call me|i go by)\s+(?P<v>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+){0,2})",
             own(Identity, "name", Take::AsIs),
+        ),
+        // Chat written in lower case: "my name is jenna" names her all the same.
+        rule(
+            r"(?i:my name is|my name's)\s+(?P<v>[\p{L}'’-]+)\s*$",
+            |c, w| {
+                let v = group(c, "v");
+                if is_common_word(&v.to_lowercase()) || is_role(v) {
+                    return vec![];
+                }
+                vec![fact(w.speaker, Identity, "name", v.to_string(), false)]
+            },
         ),
         rule(
             r"(?i:i'm|i’m|i am)\s+(?P<v>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)\s*$",
@@ -105,13 +182,14 @@ pub fn rules() -> Vec<Rule> {
             r"(?i:i'm from|i’m from|i am from|i come from|i grew up in)\s+(?P<v>.+)",
             own(Identity, "from", PLACE),
         ),
-        rule(&format!(r"{I}\s+{neg}(?i:speak)\s+(?P<v>.+)"), |c, w| {
-            // Languages are capitalised: "I speak French", not "I speak my mind".
-            each(Identity, "speaks")(c, w)
-                .into_iter()
-                .filter(|s| s.object.starts_with(char::is_uppercase))
-                .collect()
-        }),
+        rule(
+            &format!(r"{I}(?:'m|’m|\s+am)\s+(?i:fluent in|a native speaker of)\s+(?P<v>.+)"),
+            |c, w| languages(each(Identity, "speaks")(c, w)),
+        ),
+        rule(
+            &format!(r"{I}\s+{neg}(?i:speak|can speak)\s+(?P<v>.+)"),
+            |c, w| languages(each(Identity, "speaks")(c, w)),
+        ),
         rule(
             r"(?i:my birthday is|my birthday's|i was born on)\s+(?P<v>.+)",
             own(
@@ -124,7 +202,7 @@ pub fn rules() -> Vec<Rule> {
             ),
         ),
         rule(
-            r"(?i:i'm married to|i’m married to|i am married to)\s+(?P<v>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)",
+            r"(?i:i'm married to|i’m married to|i am married to)\s+(?:[^,.;]*?\s(?i:named|called)\s+)?(?P<v>[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)",
             own(Identity, "married_to", Take::AsIs),
         ),
         rule(
@@ -135,12 +213,12 @@ pub fn rules() -> Vec<Rule> {
         ),
         rule(
             r"(?i:my)\s+(?P<rel>[a-z]+)(?:'s|’s)?\s+(?i:name is|is called|is named|is)\s+(?P<name>[A-Z][\p{L}'’-]+)\s*$",
-            |c, _| {
+            |c, w| {
                 let (rel, name) = (group(c, "rel").to_lowercase(), group(c, "name"));
                 if !is_relation(&rel) || is_common_word(&name.to_lowercase()) {
                     return vec![];
                 }
-                vec![fact(name, Fact, "relation", rel, false)]
+                vec![super::kin(name, &rel, w.speaker)]
             },
         ),
     ]

@@ -6,7 +6,11 @@ use std::sync::LazyLock;
 use mnemo_protocol::belief::{BeliefType, USER};
 use regex::{Captures, Regex};
 
+mod changes;
+pub use changes::{LEFT, OPEN};
+pub use life::pets_mentioned;
 mod identity;
+mod life;
 mod needs;
 mod others;
 mod tastes;
@@ -14,6 +18,7 @@ mod tastes;
 use super::lexicon::{domain_of, is_idiom_after_cant, is_idiom_after_dont, is_not_goal, is_role};
 use super::Signal;
 use crate::understand::entities::{is_common_word, is_relation};
+use crate::understand::people::display;
 
 /// Who a clause is about, as written before the verb.
 const SUBJECT: &str = r"(?P<subj>(?i:my\s+)[a-z]+|[A-Z][\p{L}'’-]+(?:\s+[A-Z][\p{L}'’-]+)?)";
@@ -64,7 +69,12 @@ fn rule(
 enum Take {
     AsIs,
     Lower,
-    Clean { cut_at_and: bool, words: usize },
+    Clean {
+        cut_at_and: bool,
+        words: usize,
+    },
+    /// A place or organisation ([`where_value`]).
+    Where,
 }
 
 fn take(raw: &str, how: Take) -> Option<String> {
@@ -72,14 +82,82 @@ fn take(raw: &str, how: Take) -> Option<String> {
         Take::AsIs => Some(raw.to_string()),
         Take::Lower => Some(raw.to_lowercase()),
         Take::Clean { cut_at_and, words } => value(raw, cut_at_and, words),
+        Take::Where => where_value(raw),
     }
 }
 
-/// A place or organisation: cut at "and", at most six words.
-const PLACE: Take = Take::Clean {
-    cut_at_and: true,
-    words: 6,
-};
+/// A place or organisation.
+const PLACE: Take = Take::Where;
+
+/// Words that open what comes after a place or organisation: "Stripe on payments",
+/// "a startup in Berlin since May".
+const AFTER_A_PLACE: &[&str] = &[
+    "on",
+    "in",
+    "as",
+    "for",
+    "with",
+    "since",
+    "last",
+    "this",
+    "next",
+    "because",
+    "after",
+    "before",
+    "from",
+    "until",
+    "during",
+    "where",
+    "doing",
+    "working",
+    "today",
+    "yesterday",
+    "tomorrow",
+    "now",
+    "full-time",
+    "part-time",
+    "remotely",
+    "again",
+    "recently",
+    "soon",
+];
+
+/// A place or organisation at the start of `raw`: a name's capitalised words ("Bank of
+/// America", "St Mary's Hospital", "Google" of "Google as an SRE"), or the words up to what
+/// opens the rest ("the city council", "a startup" of "a startup in Berlin"); six words at most.
+fn where_value(raw: &str) -> Option<String> {
+    let words: Vec<&str> = raw.split_whitespace().collect();
+    let ends = |w: &str| w.ends_with([',', '.', '!', '?', ';', ':', ')']);
+    fn bare(w: &str) -> &str {
+        w.trim_matches(|c: char| matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '"' | '(' | ')'))
+    }
+    let proper = words
+        .first()
+        .is_some_and(|w| bare(w).starts_with(char::is_uppercase));
+    let mut n = 0;
+    while n < words.len() {
+        let w = bare(words[n]);
+        let keep = if proper {
+            let connector = matches!(
+                w,
+                "of" | "de" | "do" | "da" | "del" | "von" | "van" | "la" | "le" | "&"
+            ) && words
+                .get(n + 1)
+                .is_some_and(|x| bare(x).starts_with(char::is_uppercase));
+            w.starts_with(char::is_uppercase) || w.starts_with(char::is_numeric) || connector
+        } else {
+            !AFTER_A_PLACE.contains(&w.to_lowercase().as_str()) && w.to_lowercase() != "and"
+        };
+        if !keep {
+            break;
+        }
+        n += 1;
+        if ends(words[n - 1]) {
+            break;
+        }
+    }
+    value(&words[..n].join(" "), true, 6)
+}
 
 /// A belief of the speaker: `predicate` is group `v`, negated when group `neg` matched.
 fn own(
@@ -308,11 +386,16 @@ fn deadline(c: &Captures, w: &Who) -> Vec<Signal> {
 /// What a predicate says in words, and its negation.
 fn phrase(predicate: &str) -> (&'static str, &'static str) {
     match predicate {
-        "lives_in" => ("lives in", "does not live in"),
-        "works_at" => ("works at", "does not work at"),
+        "lives_in" => ("lives in", "no longer lives in"),
+        "works_at" => ("works at", "no longer works at"),
+        "left" => ("left", "left"),
+        "studies" => ("studies", "no longer studies"),
+        "studied" => ("studied", "did not study"),
+        "studies_at" => ("studies at", "no longer studies at"),
+        "studied_at" => ("studied at", "did not study at"),
         "from" => ("is from", "is not from"),
         "speaks" => ("speaks", "does not speak"),
-        "married_to" => ("is married to", "is not married to"),
+        "married_to" => ("is married to", "is no longer married to"),
         "allergic_to" => ("is allergic to", "is not allergic to"),
         "cannot" => ("cannot", "can"),
         "occupation" => ("is a", "is not a"),
@@ -323,26 +406,62 @@ fn phrase(predicate: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// A subject as a sentence starts with it: "User", "User's sister", "Maria".
-/// How a statement names its subject: "User" for the person.
-pub fn display(subject: &str) -> String {
-    match subject.strip_prefix(USER) {
-        Some(rest) => format!("User{rest}"),
-        None => subject.to_string(),
+/// "Maria is my sister", said by `speaker`: Maria's relation to them. The user's relations
+/// are the bare word ("sister"); another speaker's name them ("sister of Caroline"), so each
+/// person's relations stay apart.
+pub fn kin(name: &str, relation: &str, speaker: &str) -> Signal {
+    let object = if speaker == USER {
+        relation.to_string()
+    } else {
+        format!("{relation} of {speaker}")
+    };
+    Signal {
+        subject: name.to_string(),
+        predicate: "relation".into(),
+        statement: format!("{name} is {}'s {relation}", display(speaker)),
+        object,
+        negated: false,
+        kind: BeliefType::Fact,
+        domain: None,
+        confidence: 0.6,
     }
 }
 
 /// A fact, identity item, constraint or goal about `subject`.
 fn fact(subject: &str, kind: BeliefType, predicate: &str, object: String, negated: bool) -> Signal {
+    Signal {
+        subject: subject.to_string(),
+        predicate: predicate.to_string(),
+        statement: statement(subject, predicate, &object, negated),
+        object,
+        negated,
+        kind,
+        domain: None,
+        confidence: if subject == USER { 0.7 } else { 0.6 },
+    }
+}
+
+/// A fact in words: "User lives in Porto", "Maria no longer works at Acme".
+pub fn statement(subject: &str, predicate: &str, object: &str, negated: bool) -> String {
     let who = display(subject);
-    let statement = match predicate {
+    match predicate {
         "name" => format!("{who}'s name is {object}"),
         "age" => format!("{who} is {object} years old"),
         "pronouns" => format!("{who}'s pronouns are {object}"),
         "birthday" => format!("{who}'s birthday is {object}"),
         "deadline" => format!("{who} has a deadline: {object}"),
-        // A relation is stated to the person ("Maria is my sister").
-        "relation" => format!("{who} is User's {object}"),
+        "pet_name" => format!("{who}'s pet is named {object}"),
+        "does" if negated => format!("{who} has given up {object}"),
+        "does" => format!("{who}'s pastimes include {object}"),
+        "has_pet" => {
+            let article = if object.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            let verb = if negated { "no longer has" } else { "has" };
+            format!("{who} {verb} {article} {object}")
+        }
         "occupation" => {
             let (yes, no) = phrase(predicate);
             let verb = if negated { no } else { yes };
@@ -360,16 +479,6 @@ fn fact(subject: &str, kind: BeliefType, predicate: &str, object: String, negate
             let (yes, no) = phrase(predicate);
             format!("{who} {} {object}", if negated { no } else { yes })
         }
-    };
-    Signal {
-        subject: subject.to_string(),
-        predicate: predicate.to_string(),
-        object,
-        negated,
-        kind,
-        domain: None,
-        statement,
-        confidence: if subject == USER { 0.7 } else { 0.6 },
     }
 }
 
@@ -411,7 +520,18 @@ fn instruction(kind: BeliefType, subject: &str, action: String, always: bool) ->
             s[..1].make_ascii_uppercase();
             s
         }
-        _ => format!("{} {word} {action}", display(subject)),
+        // "John usually works nights": the habit's verb agrees with its subject.
+        _ => {
+            let (verb, rest) = action.split_once(' ').unwrap_or((action.as_str(), ""));
+            let verb = if crate::understand::people::words::is_plain_present(verb) {
+                crate::understand::people::words::third_person(verb)
+            } else {
+                verb.to_string()
+            };
+            format!("{} {word} {verb} {rest}", display(subject))
+                .trim_end()
+                .to_string()
+        }
     };
     Signal {
         subject: subject.to_string(),
@@ -447,6 +567,8 @@ fn negative(word: &str) -> bool {
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     // The first rule of a family that yields wins, so the order matters.
     [
+        changes::rules(),
+        life::rules(),
         identity::rules(),
         tastes::rules(),
         needs::rules(),
