@@ -35,8 +35,9 @@ done
 "$bins/mnemo" completions fish > "$assets/mnemo.fish"
 sed 's#%h/.local/bin#/usr/bin#g' packaging/systemd/mnemod.service > "$assets/mnemod.service"
 
-# The dev package is only for checking: compress it fast.
-fast=""
-[ "$profile" = release ] || fast="--fast"
-cargo deb -p mnemo-daemon --no-build --profile "$profile" --no-strip $fast \
+# Release packages ship stripped (mnemod loses ~70 MB of symbols); the dev package is only
+# for checking: compress it fast and leave its binaries as built.
+fast="" strip=""
+[ "$profile" = release ] || { fast="--fast"; strip="--no-strip"; }
+cargo deb -p mnemo-daemon --no-build --profile "$profile" $strip $fast \
   --output "$CARGO_TARGET_DIR/debian/"

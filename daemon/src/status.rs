@@ -54,15 +54,7 @@ impl Health {
                 detail,
             },
             self.store(),
-            ComponentState {
-                name: "hardware".into(),
-                state: ComponentHealth::Ok,
-                detail: format!(
-                    "snapshots every {} s; GPU: {}",
-                    self.hardware.config.snapshot_interval_secs,
-                    self.hardware.gpu_status()
-                ),
-            },
+            self.hardware(),
             ComponentState {
                 name: "server".into(),
                 state: if stopping {
@@ -77,6 +69,34 @@ impl Health {
                 },
             },
         ]
+    }
+
+    /// Degraded while the sampler has fallen behind: no snapshot for three intervals.
+    fn hardware(&self) -> ComponentState {
+        let every = self.hardware.config.snapshot_interval_secs.max(1);
+        let latest = self
+            .hardware
+            .snapshot()
+            .and_then(|s| mnemo_protocol::time::parse_micros(&s.at).ok());
+        let stale = sampler_problem(
+            latest,
+            mnemo_protocol::time::now_micros(),
+            self.started.elapsed().as_secs(),
+            every,
+        );
+        let gpu = self.hardware.gpu_status();
+        match stale {
+            Some(problem) => ComponentState {
+                name: "hardware".into(),
+                state: ComponentHealth::Degraded,
+                detail: format!("{problem}; GPU: {gpu}"),
+            },
+            None => ComponentState {
+                name: "hardware".into(),
+                state: ComponentHealth::Ok,
+                detail: format!("snapshots every {every} s; GPU: {gpu}"),
+            },
+        }
     }
 
     /// Degraded while the store cannot take writes (searches still work), with why.
@@ -98,6 +118,21 @@ impl Health {
             state,
             detail,
         }
+    }
+}
+
+/// Why the sampler is behind, if it is: its latest snapshot (µs) is older than three intervals,
+/// or none was taken in the first three intervals after start.
+fn sampler_problem(latest: Option<i64>, now: i64, up_secs: u64, every: u64) -> Option<String> {
+    let late_after = 3 * every;
+    match latest {
+        Some(at) => {
+            let age = (now.saturating_sub(at) / 1_000_000).max(0) as u64;
+            (age > late_after)
+                .then(|| format!("the last snapshot is {age} s old (one is due every {every} s)"))
+        }
+        None => (up_secs > late_after)
+            .then(|| format!("no snapshot yet after {up_secs} s (one is due every {every} s)")),
     }
 }
 
@@ -139,5 +174,30 @@ fn writable(dir: &Path) -> bool {
     {
         let _ = dir;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sampler_problem;
+
+    const S: i64 = 1_000_000;
+
+    #[test]
+    fn a_fresh_snapshot_is_healthy() {
+        assert_eq!(sampler_problem(Some(100 * S), 104 * S, 60, 5), None);
+    }
+
+    #[test]
+    fn an_old_snapshot_says_how_old() {
+        let why = sampler_problem(Some(100 * S), 160 * S, 600, 5).expect("stale");
+        assert!(why.contains("60 s old"), "{why}");
+    }
+
+    #[test]
+    fn no_snapshot_is_fine_only_at_first() {
+        assert_eq!(sampler_problem(None, 0, 2, 5), None);
+        let why = sampler_problem(None, 0, 40, 5).expect("late");
+        assert!(why.contains("no snapshot yet after 40 s"), "{why}");
     }
 }

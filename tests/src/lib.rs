@@ -56,7 +56,6 @@ pub fn private_dir() -> TempDir {
         .expect("temp dir")
 }
 
-/// A binary of this workspace, next to the test executable's `deps` directory.
 /// The tests crate's directory in the checkout under test. Cargo names it to each test it
 /// runs; the path built in is the checkout the binary was built in, which a target dir shared
 /// between checkouts (CI's fresh clones) may hold from one since deleted.
@@ -66,6 +65,16 @@ pub fn tests_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
+/// A test that cannot run here says so and passes, except under `CI=true`, where what it
+/// needs is installed (`packaging/deps.sh --test`) and its absence fails the run.
+pub fn cannot_run(test: &str, why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test} cannot run under CI: {why}");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+/// A binary of this workspace, next to the test executable's `deps` directory.
 pub fn workspace_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");

@@ -145,13 +145,13 @@ impl Drop for SmallDisk {
 #[tokio::test]
 async fn a_full_disk_still_answers_searches_and_recovers_without_a_restart() {
     if !root() {
-        eprintln!("SKIPPED a_full_disk_…: mounting a small disk needs root");
+        mnemo_tests::cannot_run("a_full_disk_…", "mounting a small disk needs root");
         return;
     }
     let mut daemon = Daemon::start();
     daemon.stop();
     let Some(disk) = SmallDisk::mount(&daemon.data_dir, 256) else {
-        eprintln!("SKIPPED a_full_disk_…: mounting a tmpfs was refused here");
+        mnemo_tests::cannot_run("a_full_disk_…", "mounting a tmpfs was refused here");
         return;
     };
     daemon.restart();

@@ -287,6 +287,32 @@ fn cli_status_ping_and_shutdown_work() {
     assert!(daemon.wait_exit(Duration::from_secs(2)).unwrap().success());
 }
 
+/// `mnemo status | head -0`: the reader is gone before mnemo writes; it ends quietly, killed by
+/// SIGPIPE as any Unix tool is, with no panic or backtrace.
+#[test]
+fn a_closed_pipe_ends_the_cli_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let daemon = Daemon::start();
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = Command::new(workspace_bin("mnemo"))
+        .args(["status", "--socket"])
+        .arg(&daemon.socket)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run mnemo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {stderr}",
+        out.status
+    );
+}
+
 /// Clients busy at SIGTERM get an answer to everything they sent — a result, or "shutting
 /// down" (-32006) for what arrived after — and then a clean end, never a reset.
 #[test]

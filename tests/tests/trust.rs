@@ -16,7 +16,10 @@ const SQUATTER: &str = "mnemo-squatter";
 fn other_user(test: &str) -> Option<(u32, u32)> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED {test}: it needs a second uid, and only root can create one here");
+        mnemo_tests::cannot_run(
+            test,
+            "it needs a second uid, and only root can create one here",
+        );
         return None;
     }
     let id = |flag: &str| -> Option<u32> {

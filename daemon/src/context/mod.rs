@@ -132,11 +132,16 @@ impl ContextBuilder {
         let living = self.living.list(Some(&request.namespace), None).await?;
         let layers = self.agent.config();
         let last = match short {
-            Some(_) => None,
-            None if layers.automatic(AutomaticSource::RecentSession) => {
-                self.sessions.last_ended(&request.namespace)
-            }
-            None => None,
+            Some(_) => Err(String::new()),
+            None if layers.automatic(AutomaticSource::RecentSession) => self
+                .sessions
+                .last_ended(&request.namespace)
+                .ok_or_else(|| self.sessions.why_no_last_ended(&request.namespace).into()),
+            None => Err(
+                "no session given, and the automatic layer does not carry the last \
+                 session (add recent_session to agent.automatic)"
+                    .into(),
+            ),
         };
         let found = [
             (
@@ -148,7 +153,7 @@ impl ContextBuilder {
                 Tier::Session,
                 tiers::session(
                     short.as_ref(),
-                    last.as_ref().map(|(s, m)| (s, m)),
+                    last.as_ref().map(|(s, m)| (s, m)).map_err(String::as_str),
                     project.as_ref(),
                 ),
             ),

@@ -196,10 +196,13 @@ pub fn living(summaries: &[LivingSummary]) -> Found {
 /// the active project.
 pub fn session(
     short: Option<&ShortTerm>,
-    last: Option<(
-        &mnemo_protocol::session::Session,
-        &mnemo_protocol::session::SessionSummary,
-    )>,
+    last: std::result::Result<
+        (
+            &mnemo_protocol::session::Session,
+            &mnemo_protocol::session::SessionSummary,
+        ),
+        &str,
+    >,
     project: Option<&Project>,
 ) -> Found {
     let mut found = Found::default();
@@ -239,7 +242,7 @@ pub fn session(
             found.report("messages", n, "the session has no messages yet");
         }
         None => {
-            if let Some((session, summary)) = last {
+            if let Ok((session, summary)) = last {
                 found.candidates.push(Candidate {
                     day: None,
                     tier: Tier::Session,
@@ -262,8 +265,8 @@ pub fn session(
             }
             found.report(
                 "session",
-                usize::from(last.is_some()),
-                "no session given and none has ended yet",
+                usize::from(last.is_ok()),
+                last.err().unwrap_or_default(),
             );
         }
     }
@@ -459,8 +462,6 @@ pub async fn retrieved(
         "no current belief is near the query in meaning or words, or about the project",
     );
     found.candidates.extend(touched);
-    // The triggered layer (agent episodes) is not part of this build yet.
-    found.report("warnings", 0, "no warnings: no agent episodes are recorded");
     Ok(found)
 }
 

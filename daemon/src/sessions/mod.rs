@@ -339,6 +339,21 @@ impl Sessions {
         Some((self.view(&entry.row, None), summary))
     }
 
+    /// Why [`Self::last_ended`] found none, in words for `context --explain`.
+    pub fn why_no_last_ended(&self, namespace: &str) -> &'static str {
+        let ended = self
+            .book
+            .rows()
+            .into_iter()
+            .any(|(row, _)| row.namespace == namespace && row.ended_at.is_some());
+        if ended {
+            "no session given, and no ended session has a summary yet (summaries are written \
+             after a session ends)"
+        } else {
+            "no session given and none has ended yet"
+        }
+    }
+
     pub fn list(
         &self,
         p: &ListParams,

@@ -213,6 +213,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     mnemo_protocol::manpage::print_if_asked(Cli::command);
     let cli = Cli::parse();
     // `mnemo mcp` owns stdout for the protocol: its errors go to stderr as text.
@@ -231,5 +232,15 @@ fn main() -> ExitCode {
             output::error(json, &e);
             ExitCode::from(if not_running { 2 } else { 1 })
         }
+    }
+}
+
+/// Rust starts with SIGPIPE ignored, so printing to a closed pipe (`mnemo entities | head`)
+/// panics; the default action ends the command quietly, as any Unix tool does.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any thread starts; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
