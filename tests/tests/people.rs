@@ -276,10 +276,6 @@ async fn a_chat_turn_tells_facts_about_its_speaker_in_the_third_person() {
 /// stays current (the newest), the rest are closed or marked as contradicted, never four
 /// current truths; and a context package carries the current one alone.
 #[tokio::test]
-#[ignore = "not met yet: \"I like 4-space indentation better\" is read as a taste, not a \
-            preference of the indentation key, and stays current beside \"prefers tabs\" \
-            in the core tier; \"switched back to tabs\" is kept as a fact, not a preference; \
-            \"please indent with 2 spaces\" is not read"]
 async fn contradictory_preferences_in_other_words_leave_one_current() {
     use mnemo_protocol::context::{Build, BuildParams};
     let daemon = Daemon::start_with(Embedder::Minilm, &[]);
@@ -330,4 +326,48 @@ async fn contradictory_preferences_in_other_words_leave_one_current() {
         .collect();
     assert_eq!(indentation.len(), 1, "{core:#?}");
     assert!(indentation[0].contains("tabs"), "{core:#?}");
+}
+
+/// A chat between two people, imported turn by turn in one session: "you" in one speaker's
+/// turn is the other, so what is said to them is read about both.
+#[tokio::test]
+async fn what_one_speaker_says_to_the_other_is_read_about_both() {
+    let daemon = Daemon::start_with(Embedder::Minilm, &[]);
+    let mut c = daemon.client().await;
+    for (i, line) in [
+        "Jon: Hey Gina! I lost my job, so I'm starting my own dance studio.",
+        "Gina: That's a big step. Keep pushing for your dreams, and don't give up on the studio!",
+        "Jon: Thanks, I'm so grateful for your support with the studio launch and the flyers.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        c.call::<Add>(&AddParams {
+            content: line.to_string(),
+            session_id: Some("chat-1".into()),
+            occurred_at: Some(format!("2026-05-01T10:0{i}:00Z")),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    let statements = |beliefs: Vec<Belief>| -> Vec<String> {
+        beliefs.into_iter().map(|b| b.statement).collect()
+    };
+    let gina = statements(current(&mut c, "Gina").await);
+    assert!(
+        gina.iter()
+            .any(|s| s.starts_with("Gina encourages Jon to keep pushing for Jon's dreams")),
+        "{gina:#?}"
+    );
+    let jon = statements(current(&mut c, "Jon").await);
+    assert!(
+        jon.iter()
+            .any(|s| s.contains("grateful for Gina's support")),
+        "{jon:#?}"
+    );
+    assert!(
+        gina.iter().chain(&jon).all(|s| !s.contains(" you")),
+        "{gina:#?} {jon:#?}"
+    );
 }

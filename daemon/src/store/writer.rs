@@ -464,6 +464,10 @@ const LONG_COMMIT: Duration = Duration::from_millis(250);
 
 fn held(started: Instant, what: &str, detail: &str) {
     let took = started.elapsed();
+    tracing::debug!(
+        "writer: {what} ({detail}) in {:.1} ms",
+        took.as_secs_f64() * 1e3
+    );
     if took >= LONG_COMMIT {
         tracing::info!(
             "writer: {what} ({detail}) held writes for {:.2} s",

@@ -31,15 +31,19 @@ pub const RIVALS: f32 = 0.7;
 /// Disagreeing beliefs on topics this alike are marked as contradicting.
 pub const RELATED: f32 = 0.62;
 
+/// Whether a preference's object is a stance on its key ("like", "avoid") rather than a
+/// value chosen for it ("tabs").
+pub fn is_stance(object: &str) -> bool {
+    matches!(
+        object.to_lowercase().as_str(),
+        "like" | "dislike" | "prefer" | "avoid" | "always" | "never"
+    )
+}
+
 /// What a belief is about, in a few words.
 pub fn topic(b: &BeliefRecord) -> String {
-    let object = b.object.to_lowercase();
-    let stance = matches!(
-        object.as_str(),
-        "like" | "dislike" | "prefer" | "avoid" | "always" | "never"
-    );
     match b.belief_type {
-        BeliefType::Preference | BeliefType::Rule if stance => b.predicate.clone(),
+        BeliefType::Preference | BeliefType::Rule if is_stance(&b.object) => b.predicate.clone(),
         _ => b.object.clone(),
     }
 }

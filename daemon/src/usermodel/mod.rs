@@ -11,6 +11,7 @@ pub mod projects;
 #[cfg(test)]
 mod sets;
 mod slots;
+mod talk;
 mod transfer;
 pub mod vectors;
 pub mod views;
@@ -30,7 +31,9 @@ use crate::store::beliefs::BeliefRecord;
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
 use crate::store::{col, MemoryRecord, Pred, Store, StoreError};
-use crate::understand::beliefs::{extract, preference_statement, statement, Signal, LEFT, OPEN};
+use crate::understand::beliefs::{
+    extract, extract_to, key_stems, preference_statement, statement, Signal, LEFT, OPEN,
+};
 use crate::understand::entities::fold;
 
 pub use policy::confidence;
@@ -60,6 +63,8 @@ pub struct UserModel {
     llm_refine: bool,
     refine_per_run: usize,
     projects: projects::Projects,
+    /// Who each turn of a chat is said to.
+    talk: talk::Talk,
 }
 
 /// What one change wrote: rows to upsert, rows to delete, edges between memories.
@@ -88,6 +93,7 @@ impl UserModel {
             llm_refine: config.llm_refine,
             refine_per_run: config.llm_refine_per_run,
             projects: projects::Projects::new(store.clone()),
+            talk: talk::Talk::default(),
         }
     }
 
@@ -128,7 +134,8 @@ impl UserModel {
             .iter()
             .filter(|r| !r.is_summary && r.kind != MemoryKind::Summary && r.is_the_persons())
             .flat_map(|r| {
-                extract(&r.content, r.event_time())
+                let listener = self.talk.listener(r);
+                extract_to(&r.content, r.event_time(), listener.as_deref())
                     .into_iter()
                     .map(move |s| (r, s))
             })
@@ -503,6 +510,7 @@ fn apply(
     if !resolve_open(beliefs, &mut new) {
         return (None, Vec::new());
     }
+    adopt_key(beliefs, &mut new);
     let key = slot(&new);
     let current = beliefs.current_in(&key);
     let verdict = judge(&new, &current);
@@ -629,6 +637,27 @@ fn resolve_open(beliefs: &Beliefs, new: &mut BeliefRecord) -> bool {
     new.belief_type = held.belief_type;
     new.statement = statement(&new.subject, &new.predicate, &new.object, new.negated);
     true
+}
+
+/// A choice lands on the key its thing already has: "prefers 2 spaces for indenting" after
+/// "prefers tabs for indentation" is said of "indentation", so the two are one slot and the
+/// newer replaces the older.
+fn adopt_key(beliefs: &Beliefs, new: &mut BeliefRecord) {
+    if new.belief_type != BeliefType::Preference || meaning::is_stance(&new.object) {
+        return;
+    }
+    let (subject, stems) = (fold(&new.subject), key_stems(&new.predicate));
+    let held = beliefs
+        .values()
+        .filter(|b| b.valid_to.is_none() && b.belief_type == BeliefType::Preference)
+        .filter(|b| b.namespace == new.namespace && fold(&b.subject) == subject)
+        .filter(|b| b.predicate != new.predicate && !meaning::is_stance(&b.object))
+        .filter(|b| key_stems(&b.predicate) == stems)
+        .max_by_key(|b| b.valid_from);
+    if let Some(held) = held {
+        new.predicate = held.predicate.clone();
+        new.statement = preference_statement(&new.subject, &new.predicate, &new.object);
+    }
 }
 
 /// Ends belief `id` where `by` begins (at `at`); it no longer contradicts anything current.

@@ -18,8 +18,11 @@ use crate::understand::beliefs::observed::is_observed;
 
 /// Statements embedded per call.
 const CHUNK: usize = 256;
-/// How long the background task waits after a write for more before embedding.
-const GATHER: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long writes must pause before the background task embeds what they left due: ingest
+/// keeps the machine's cores while it runs (context building embeds what it needs at once).
+const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest the background task waits for that pause once something is due.
+const MOST_DELAY: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl UserModel {
     /// Whether `b` is due a vector. A statement kept as said (an event, a feeling) has none:
@@ -75,8 +78,18 @@ impl UserModel {
                 _ = shutdown.requested() => return,
                 _ = self.vectors_due.notified() => {}
             }
-            // A batch of writes often follows the first: embed them together.
-            tokio::time::sleep(GATHER).await;
+            // Writes come in runs: wait for a pause, and embed what they left together.
+            let due = tokio::time::Instant::now();
+            loop {
+                tokio::select! {
+                    _ = shutdown.requested() => return,
+                    _ = tokio::time::sleep(QUIET) => break,
+                    _ = self.vectors_due.notified() => {}
+                }
+                if due.elapsed() >= MOST_DELAY {
+                    break;
+                }
+            }
         }
     }
 

@@ -175,3 +175,93 @@ pub fn rules_out(diet: &str, food: &str) -> bool {
         _ => false,
     }
 }
+
+/// Words a preference's key carries that name nothing ("my code", "the tabs").
+const KEY_FILLER: &[&str] = &["a", "an", "the", "my", "our", "your", "his", "her", "their"];
+
+/// One word of a key reduced to its stem: "indentation", "indenting" and "indent" are one
+/// stem, as are "spaces" and "space", "formatting" and "format".
+fn stem(word: &str) -> String {
+    let mut w = word.to_lowercase();
+    for suffix in [
+        "ations", "ation", "ments", "ment", "ings", "ing", "es", "s", "ed",
+    ] {
+        if let Some(rest) = w.strip_suffix(suffix) {
+            // "process", "class": the "s" is the word's own.
+            if rest.chars().count() >= 3 && !(suffix == "s" && rest.ends_with('s')) {
+                w = rest.to_string();
+                break;
+            }
+        }
+    }
+    let mut chars: Vec<char> = w.chars().collect();
+    let n = chars.len();
+    if n >= 4 && chars[n - 1] == chars[n - 2] && !"aeiouls".contains(chars[n - 1]) {
+        chars.pop();
+    }
+    if chars.len() >= 4 && chars.last() == Some(&'e') {
+        chars.pop();
+    }
+    chars.into_iter().collect()
+}
+
+/// A preference's key as the stems of its words, so one thing said in several forms
+/// ("indentation", "indenting", "the indent") is one key.
+pub fn key_stems(key: &str) -> Vec<String> {
+    key.split(|c: char| !(c.is_alphanumeric() || c == '-'))
+        .filter(|w| !w.is_empty() && !KEY_FILLER.contains(&w.to_lowercase().as_str()))
+        .map(stem)
+        .collect()
+}
+
+/// The "-ing" form of a verb, naming its activity: "indent" → "indenting", "write" →
+/// "writing", "run" → "running".
+pub fn gerund(verb: &str) -> String {
+    let v = verb.to_lowercase();
+    let vowel = |c: char| "aeiou".contains(c);
+    let chars: Vec<char> = v.chars().collect();
+    let n = chars.len();
+    if n >= 3 && v.ends_with('e') && !v.ends_with("ee") && !vowel(chars[n - 2]) {
+        return format!("{}ing", &v[..v.len() - 1]);
+    }
+    let vowel_groups = chars
+        .iter()
+        .zip(std::iter::once(&' ').chain(chars.iter()))
+        .filter(|(c, before)| vowel(**c) && !vowel(**before))
+        .count();
+    let short_cvc = n >= 3
+        && vowel_groups == 1
+        && !vowel(chars[n - 1])
+        && !"wxy".contains(chars[n - 1])
+        && vowel(chars[n - 2])
+        && !vowel(chars[n - 3]);
+    if short_cvc {
+        return format!("{v}{}ing", chars[n - 1]);
+    }
+    format!("{v}ing")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_thing_in_several_forms_is_one_key() {
+        let indentation = key_stems("indentation");
+        assert_eq!(key_stems("indenting"), indentation);
+        assert_eq!(key_stems("the indent"), indentation);
+        assert_eq!(key_stems("spaces"), key_stems("space"));
+        assert_eq!(key_stems("formatting"), key_stems("format"));
+        assert_ne!(key_stems("coffee"), key_stems("tea"));
+        assert_ne!(key_stems("iced coffee"), key_stems("coffee"));
+    }
+
+    #[test]
+    fn gerunds_follow_the_spelling_rules() {
+        assert_eq!(gerund("indent"), "indenting");
+        assert_eq!(gerund("write"), "writing");
+        assert_eq!(gerund("run"), "running");
+        assert_eq!(gerund("see"), "seeing");
+        assert_eq!(gerund("play"), "playing");
+    }
+}

@@ -16,7 +16,7 @@ use mnemo_protocol::belief::{BeliefType, USER};
 
 use super::people::{self, Person};
 
-pub use lexicon::{domain_of, rules_out};
+pub use lexicon::{domain_of, key_stems, rules_out};
 pub use people::display;
 pub use rules::{preference_statement, statement, LEFT, OPEN};
 
@@ -62,7 +62,10 @@ pub const MAX_SIGNALS: usize = 16;
 /// found the stories inspiring"), as a reader would note it.
 pub const CLAUSES_PER_STATEMENT: usize = 2;
 /// Least weight ([`people::Said::weight`]) of a clause kept as said: a few words of content.
-pub const MIN_WEIGHT: f32 = 2.5;
+pub const MIN_WEIGHT: f32 = 2.75;
+/// Least weight of what a speaker says to the listener kept as said: most of it is the
+/// talk's warmth ("Keep going!"), so only the telling rest is kept.
+pub const MIN_TOWARD_WEIGHT: f32 = 5.5;
 /// Least weight of a view kept as said: one needs more words than a fact to tell anything.
 pub const MIN_VIEW_WEIGHT: f32 = 6.0;
 
@@ -87,26 +90,33 @@ pub mod observed {
 
 /// The beliefs `text`, said at `said_at` (UTC microseconds), states.
 pub fn extract(text: &str, said_at: i64) -> Vec<Signal> {
-    let Reading { mut slots, kept } = reading(text, said_at);
-    // Per person, one statement of their most telling clauses, in the order said.
-    let mut by_subject: Vec<(String, Vec<Kept>)> = Vec::new();
+    extract_to(text, said_at, None)
+}
+
+/// The beliefs a turn of a chat states, said to `listener` (the other speaker, when known).
+pub fn extract_to(text: &str, said_at: i64, listener: Option<&str>) -> Vec<Signal> {
+    let Reading { mut slots, kept } = reading(text, said_at, listener);
+    // Per person, one statement of their most telling clauses, in the order said; what they
+    // said to the listener apart, its most telling clause alone.
+    let mut by_subject: Vec<((String, bool), Vec<Kept>)> = Vec::new();
     let enough = |k: &Kept| {
-        let floor = if k.signal.predicate == observed::VIEW {
-            MIN_VIEW_WEIGHT
-        } else {
-            MIN_WEIGHT
+        let floor = match (k.toward, k.signal.predicate == observed::VIEW) {
+            (_, true) => MIN_VIEW_WEIGHT,
+            (true, false) => MIN_TOWARD_WEIGHT,
+            (false, false) => MIN_WEIGHT,
         };
         k.weight >= floor
     };
     for k in kept.into_iter().filter(enough) {
-        match by_subject.iter_mut().find(|(s, _)| *s == k.signal.subject) {
+        let key = (k.signal.subject.clone(), k.toward);
+        match by_subject.iter_mut().find(|(s, _)| *s == key) {
             Some((_, list)) => list.push(k),
-            None => by_subject.push((k.signal.subject.clone(), vec![k])),
+            None => by_subject.push((key, vec![k])),
         }
     }
-    for (_, mut list) in by_subject {
+    for ((_, toward), mut list) in by_subject {
         list.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.clause.cmp(&b.clause)));
-        list.truncate(CLAUSES_PER_STATEMENT);
+        list.truncate(if toward { 1 } else { CLAUSES_PER_STATEMENT });
         list.sort_by_key(|k| k.clause);
         push(&mut slots, joined(list));
     }
@@ -136,6 +146,8 @@ pub(crate) struct Kept {
     pub clause: usize,
     /// How much it tells ([`people::Said::weight`]).
     pub weight: f32,
+    /// Said to the listener ([`people::Said::toward`]).
+    pub toward: bool,
     pub signal: Signal,
 }
 
@@ -156,8 +168,8 @@ fn push(out: &mut Vec<Signal>, s: Signal) {
     }
 }
 
-pub(crate) fn reading(text: &str, said_at: i64) -> Reading {
-    let heard = people::read(text, said_at);
+pub(crate) fn reading(text: &str, said_at: i64, listener: Option<&str>) -> Reading {
+    let heard = people::read(text, said_at, listener);
     let shown = people::display(&heard.speaker);
     let mut slots: Vec<Signal> = Vec::new();
     let mut kept = Vec::new();
@@ -175,6 +187,7 @@ pub(crate) fn reading(text: &str, said_at: i64) -> Reading {
             kept.push(Kept {
                 clause: i,
                 weight: said.weight,
+                toward: said.toward,
                 signal: observation(said),
             });
         }

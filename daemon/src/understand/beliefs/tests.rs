@@ -300,6 +300,32 @@ const CASES: &[(&str, &[&str])] = &[
         "I think I prefer dark mode.",
         &["user|dark mode|prefer|preference"],
     ),
+    // choices that replace another
+    (
+        "I like 4-space indentation better.",
+        &["user|indentation|4-space|preference"],
+    ),
+    (
+        "I like dark roast coffee more these days",
+        &["user|coffee|dark roast|preference"],
+    ),
+    (
+        "I enjoy working from home more",
+        &["user|working from home|prefer|preference"],
+    ),
+    (
+        "I've switched back to tabs for indenting.",
+        &["user|indenting|tabs|preference"],
+    ),
+    (
+        "I switched from Vim to Helix",
+        &["user|Helix|prefer|preference"],
+    ),
+    (
+        "Please indent my code with 2 spaces.",
+        &["user|indenting|2 spaces|preference"],
+    ),
+    ("Please help me with my essay.", &[]),
     // nothing to read
     ("The weather was great today.", &[]),
     ("Ok, sounds good.", &[]),

@@ -6,6 +6,7 @@
 //! with their subjects made explicit; what no rule reads is kept as the statement itself.
 
 mod clauses;
+mod toward;
 mod voice;
 mod who;
 pub mod words;
@@ -40,6 +41,9 @@ pub struct Said {
     /// How much it tells; 0 when nothing (`worth`).
     pub weight: f32,
     pub date: Option<DateSpan>,
+    /// Said to the listener ("Keep pushing for your dreams!"): about the speaker and them,
+    /// with no clause for the slot rules.
+    pub toward: bool,
 }
 
 /// A memory read for people.
@@ -50,8 +54,9 @@ pub struct Heard {
     pub said: Vec<Said>,
 }
 
-/// Reads `text`, said at `said_at` (UTC microseconds).
-pub fn read(text: &str, said_at: i64) -> Heard {
+/// Reads `text`, said at `said_at` (UTC microseconds), to `listener` when it is a turn of
+/// a chat whose other speaker is known: "you" is then them.
+pub fn read(text: &str, said_at: i64, listener: Option<&str>) -> Heard {
     let (speaker, body) = match speaker_line(text) {
         Some((head, said)) => (head.to_string(), said),
         None => (USER.to_string(), text),
@@ -68,6 +73,33 @@ pub fn read(text: &str, said_at: i64) -> Heard {
             cx.last = None;
             continue;
         };
+        let to = listener.filter(|l| !fold_eq(l, &speaker));
+        if let Some((told, person)) = to.and_then(|l| toward::toward(&s, l)) {
+            let date = dates::find(&told, said_at);
+            let subjected = who::Subjected {
+                person,
+                clause: told,
+                ..s
+            };
+            said.push(Said {
+                statement: voice::third(
+                    &subjected.clause,
+                    &subjected.person,
+                    &shown,
+                    date.as_ref(),
+                ),
+                weight: worth::weight(&subjected, date.is_some()),
+                subject: speaker.clone(),
+                clause: String::new(),
+                undated: String::new(),
+                person: subjected.person,
+                hedged: subjected.hedged,
+                relation: None,
+                date,
+                toward: true,
+            });
+            continue;
+        }
         let subject = match &s.person {
             Person::Speaker | Person::Touched | Person::Unknown | Person::View => speaker.clone(),
             Person::Named(name) if fold_eq(name, &speaker) => speaker.clone(),
@@ -97,6 +129,7 @@ pub fn read(text: &str, said_at: i64) -> Heard {
             relation: s.relation,
             weight,
             date,
+            toward: false,
         });
     }
     Heard { speaker, said }
@@ -169,6 +202,7 @@ mod tests {
         let heard = read(
             "Caroline: Hey Mel! I went to a LGBTQ support group yesterday and it was so powerful. How are you?",
             said_at(),
+            None,
         );
         assert_eq!(heard.speaker, "Caroline");
         let kept: Vec<&str> = heard
@@ -185,7 +219,7 @@ mod tests {
 
     #[test]
     fn a_note_label_is_no_speaker() {
-        let heard = read("Important: I am allergic to shellfish", said_at());
+        let heard = read("Important: I am allergic to shellfish", said_at(), None);
         assert_eq!(heard.speaker, USER);
         let about: Vec<&Said> = heard
             .said
@@ -200,6 +234,7 @@ mod tests {
         let heard = read(
             "My sister Maria lives in Lisbon and works as an architect. Big news: I now work at Stripe",
             said_at(),
+            None,
         );
         let clauses: Vec<(&str, &str)> = heard
             .said
@@ -219,6 +254,31 @@ mod tests {
     }
 
     #[test]
+    fn what_a_speaker_says_to_the_listener_is_about_both() {
+        let heard = read(
+            "Gina: Wow, your studio looks great! Keep pushing for your dreams, Jon!",
+            said_at(),
+            Some("Jon"),
+        );
+        let told: Vec<&str> = heard
+            .said
+            .iter()
+            .filter(|s| s.toward && s.weight > 0.0)
+            .map(|s| s.statement.as_str())
+            .collect();
+        assert_eq!(
+            told,
+            [
+                "Gina thinks Jon's studio looks great",
+                "Gina encourages Jon to keep pushing for Jon's dreams"
+            ]
+        );
+        // Without a listener, "you" is no one.
+        let alone = read("Gina: Keep pushing for your dreams!", said_at(), None);
+        assert!(alone.said.iter().all(|s| !s.toward));
+    }
+
+    #[test]
     fn small_talk_tells_nothing() {
         for text in [
             "haha same!",
@@ -226,7 +286,7 @@ mod tests {
             "Thanks, that's so sweet!",
             "Wow, love that painting!",
         ] {
-            let heard = read(text, said_at());
+            let heard = read(text, said_at(), None);
             assert!(
                 heard.said.iter().all(|s| s.weight == 0.0),
                 "{text}: {:?}",

@@ -11,6 +11,19 @@ const LISTENER: &[&str] = &[
     "you", "your", "yours", "yourself", "u", "ya", "y'all", "you're", "you've", "you'll", "you'd",
 ];
 
+/// Words that stand for something said before rather than name it.
+const POINTERS: &[&str] = &[
+    "it",
+    "them",
+    "something",
+    "anything",
+    "everything",
+    "stuff",
+    "things",
+    "they",
+    "there",
+];
+
 /// Forms of "be", "do" and "have" that carry no meaning of their own before a verb.
 const AUXILIARIES: &[&str] = &["do", "does", "did", "don't", "doesn't", "totally", "really"];
 
@@ -68,10 +81,22 @@ pub fn weight(s: &Subjected, dated: bool) -> f32 {
     if content < needed {
         return 0.0;
     }
+    // "pass it on to others", "make something like this": words that stand for what was
+    // said before tell less, wherever they are.
+    let pointers = (verb_at + 1..rest.len())
+        .filter(|&i| match rest[i].as_str() {
+            // A determiner before its noun ("that lake") names what it means.
+            "this" | "that" | "these" | "those" => {
+                rest.get(i + 1).is_none_or(|next| is_empty_word(next))
+            }
+            w => POINTERS.contains(&w),
+        })
+        .count();
     let weight = content as f32
         + 2.0 * f32::from(u8::from(dated))
         + f32::from(u8::from(named))
-        + 0.5 * f32::from(u8::from(event));
+        + 0.5 * f32::from(u8::from(event))
+        - pointers as f32;
     if points_back {
         weight / 2.0
     } else {

@@ -15,7 +15,9 @@ mod needs;
 mod others;
 mod tastes;
 
-use super::lexicon::{domain_of, is_idiom_after_cant, is_idiom_after_dont, is_not_goal, is_role};
+use super::lexicon::{
+    domain_of, gerund, is_idiom_after_cant, is_idiom_after_dont, is_not_goal, is_role,
+};
 use super::Signal;
 use crate::understand::entities::{is_common_word, is_relation};
 use crate::understand::people::display;
