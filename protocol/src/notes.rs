@@ -25,29 +25,47 @@ pub fn is_note(path: &Path) -> bool {
     )
 }
 
-/// Whether the first bytes of a file hold a NUL: binary, not a note.
-fn looks_binary(path: &Path) -> bool {
-    use std::io::{BufRead, Read};
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut reader = std::io::BufReader::new(file.take(8192));
-    reader.fill_buf().map(|b| b.contains(&0)).unwrap_or(false)
+/// Opens `path` for reading without waiting: a named pipe opened plainly blocks until
+/// something writes to it, and a watched folder may hold one.
+fn open_at_once(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
 }
 
-/// The text of the note at `path`, or why it is not read: over `max_bytes`, binary, or not
-/// UTF-8.
+/// The text of the note at `path`, or why it is not read: not a regular file (a pipe, a
+/// socket, a device), over `max_bytes`, binary (a NUL in its first 8 KiB), or not UTF-8.
 pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, String> {
-    let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
-    if size > max_bytes {
+    use std::io::Read;
+    let file = open_at_once(path).map_err(|e| format!("cannot open it: {e}"))?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file (a pipe, socket or device); not read".into());
+    }
+    if meta.len() > max_bytes {
         return Err(format!(
-            "{size} bytes is over the {max_bytes}-byte limit of a note; not read"
+            "{} bytes is over the {max_bytes}-byte limit of a note; not read",
+            meta.len()
         ));
     }
-    if looks_binary(path) {
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!(
+            "grew over the {max_bytes}-byte limit of a note while read; not read"
+        ));
+    }
+    if bytes[..bytes.len().min(8192)].contains(&0) {
         return Err("binary, not text".into());
     }
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read it as UTF-8 text: {e}"))
+    String::from_utf8(bytes).map_err(|e| format!("cannot read it as UTF-8 text: {e}"))
 }
 
 /// The header and body of a `---` front matter, when the text opens with one.
@@ -125,9 +143,21 @@ pub fn source(path: &Path) -> String {
 /// The memories of one note: each paragraph with the heading it sits under, or the reasons
 /// paragraphs were left out.
 pub fn memories(path: &Path, text: &str) -> (Vec<AddParams>, Vec<String>) {
-    let (date, file_tags, body) = front_matter(text);
-    let date = date.or_else(|| date_in_name(path));
+    // A note saved with CRLF line ends reads as one saved with LF (its front matter too).
+    let text = text.replace("\r\n", "\n");
+    let (date, file_tags, body) = front_matter(&text);
     let (mut items, mut problems) = (Vec::new(), Vec::new());
+    // A template's placeholder ("{{date}}") is no date: the note is read without it.
+    let date = date.filter(|d| match crate::time::parse_micros(d) {
+        Ok(_) => true,
+        Err(e) => {
+            problems.push(format!(
+                "its front matter's `date: {d}` is not a date ({e}); read without it"
+            ));
+            false
+        }
+    });
+    let date = date.or_else(|| date_in_name(path));
     let mut heading = String::new();
     let mut paragraph: Vec<&str> = Vec::new();
     let mut flush = |heading: &str, paragraph: &mut Vec<&str>| {
@@ -154,11 +184,25 @@ pub fn memories(path: &Path, text: &str) -> (Vec<AddParams>, Vec<String>) {
             ..Default::default()
         });
     };
+    // The fence a fenced code block opened with, while inside one: its lines are the block's,
+    // never headings, and its blank lines split nothing.
+    let mut fence: Option<String> = None;
     for line in body.lines() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
         let trimmed = line.trim_start();
-        if let Some(title) = trimmed
+        if let Some(open) = &fence {
+            paragraph.push(line);
+            if indent <= 3 && closes(trimmed, open) {
+                fence = None;
+            }
+            continue;
+        }
+        if let (true, Some(open)) = (indent <= 3, opens_fence(trimmed)) {
+            fence = Some(open);
+            paragraph.push(line);
+        } else if let Some(title) = trimmed
             .strip_prefix('#')
-            .filter(|t| t.starts_with(['#', ' ']))
+            .filter(|t| indent <= 3 && (t.is_empty() || t.starts_with(['#', ' '])))
         {
             flush(&heading, &mut paragraph);
             heading = title.trim_start_matches('#').trim().to_string();
@@ -170,6 +214,23 @@ pub fn memories(path: &Path, text: &str) -> (Vec<AddParams>, Vec<String>) {
     }
     flush(&heading, &mut paragraph);
     (items, problems)
+}
+
+/// The fence (three or more backticks or tildes) a line opens a fenced code block with.
+fn opens_fence(line: &str) -> Option<String> {
+    let c = line.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let run: String = line.chars().take_while(|&x| x == c).collect();
+    // An info string after backticks holds no backtick (CommonMark).
+    let backtick_in_info = c == '`' && line[run.len()..].contains('`');
+    (run.len() >= 3 && !backtick_in_info).then_some(run)
+}
+
+/// Whether `line` closes the block `open` opened: the same character, at least as many,
+/// nothing after but spaces.
+fn closes(line: &str, open: &str) -> bool {
+    let c = open.chars().next().unwrap_or('`');
+    let run = line.chars().take_while(|&x| x == c).count();
+    run >= open.len() && line[run..].trim().is_empty()
 }
 
 #[cfg(test)]
@@ -214,6 +275,44 @@ mod tests {
             .unwrap_err()
             .contains("over the 100-byte limit"));
         assert_eq!(read_text(&big, 1000).unwrap().len(), 200);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn fenced_code_stays_whole_and_crlf_front_matter_is_read() {
+        let text = "---\r\ndate: 2024-05-01\r\n---\r\n# Setup\r\nRun this:\r\n```sh\r\n# install\r\n\r\nmake\r\n```\r\nDone.\r\n";
+        let (items, problems) = memories(Path::new("a.md"), text);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(items.len(), 1, "{items:#?}");
+        assert_eq!(
+            items[0].content,
+            "Run this:\n```sh\n# install\n\nmake\n```\nDone."
+        );
+        assert_eq!(items[0].occurred_at.as_deref(), Some("2024-05-01"));
+        assert_eq!(items[0].metadata.as_ref().unwrap()["heading"], "Setup");
+    }
+
+    #[test]
+    fn a_template_placeholder_date_is_named_and_left_out() {
+        let text = "---\ndate: \"{{date}}\"\n---\nA note from a template.\n";
+        let (items, problems) = memories(Path::new("t.md"), text);
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].occurred_at, None);
+        assert!(problems[0].contains("{{date}}"), "{problems:?}");
+    }
+
+    /// A named pipe nothing writes to: read plainly, it would block its reader for good.
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_refused_without_waiting() {
+        let dir = std::env::temp_dir().join(format!("mnemo-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("pipe.md");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo reads it and keeps nothing.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = read_text(&fifo, 100).unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -252,7 +252,7 @@ fn cli_without_a_daemon_says_how_to_start_it() {
             .arg(dir.path().join("none.sock"))
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(out.status.code(), Some(69), "not running: {args:?}");
         let text = String::from_utf8_lossy(&out.stderr).to_string()
             + &String::from_utf8_lossy(&out.stdout);
         assert!(

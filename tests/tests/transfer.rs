@@ -112,6 +112,17 @@ async fn an_export_imported_into_an_empty_store_gives_the_same_memories_history_
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.lines().count(), records);
     assert!(!text.contains("a secret to forget"));
+    // The export holds what the store holds: readable by its owner alone, and no partial
+    // file left beside it.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+    let beside: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
 
     let target = Daemon::start();
     let imported = cli_json(&target, &["import", file_arg, "--json"]);
@@ -547,6 +558,12 @@ async fn a_markdown_export_reads_as_notes_and_imports_back() {
     let done = cli_json(&source, &["export", "--markdown", folder_arg, "--json"]);
     assert_eq!(done["memories"], 2, "{done}");
     let june = std::fs::read_to_string(folder.join("default/2024-06.md")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&folder.join("default/2024-06.md")), 0o600);
+        assert_eq!(mode(&folder.join("default")), 0o700);
+    }
     assert!(june.contains("## 2024-06-03 · semantic · id "), "{june}");
     assert!(
         june.contains("tags: family\n\nMaria's birthday is on 3 June\n\nShe likes orchids"),

@@ -231,3 +231,38 @@ async fn a_missing_folder_is_reported_not_fatal() {
     .await
     .unwrap();
 }
+
+/// A named pipe in the folder (at the first scan and made while watching) and a template
+/// note whose `date:` is a placeholder: mnemod keeps answering, the template is read without
+/// its date, and a note written after them is still taken in.
+#[tokio::test]
+async fn a_pipe_or_a_template_note_cannot_stop_the_watch() {
+    let notes = tempfile::tempdir().unwrap();
+    let root: PathBuf = notes.path().canonicalize().unwrap();
+    let mkfifo = |path: &Path| {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success());
+    };
+    mkfifo(&root.join("early.md"));
+    let template = root.join("daily.md");
+    std::fs::write(
+        &template,
+        "---\ndate: \"{{date}}\"\n---\nWater the plants.\n",
+    )
+    .unwrap();
+
+    let daemon = Daemon::start_configured(Embedder::Hashed, &config(&root), &[]);
+    let from_template = wait_note(&daemon, &template, &["Water the plants."]).await;
+    assert!(from_template[0].occurred_at.is_none(), "{from_template:?}");
+    mkfifo(&root.join("late.md"));
+    let after = root.join("after.md");
+    std::fs::write(&after, "Book the dentist.\n").unwrap();
+    wait_note(&daemon, &after, &["Book the dentist."]).await;
+    let mut c = daemon.client().await;
+    let folder = folder_status(&mut c).await;
+    assert_eq!(folder.state, "watching", "{folder:?}");
+    assert!(folder.error.is_none(), "{folder:?}");
+}

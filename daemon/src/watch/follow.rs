@@ -101,9 +101,12 @@ fn owned(record: &MemoryRecord, item: &AddParams) -> Owned {
 
 /// The memories `records` (one per item) made for a note's own paragraphs, each once: text
 /// stored already from elsewhere stays that memory's, not the note's.
-fn ours(records: &[MemoryRecord], items: &[AddParams]) -> Vec<Owned> {
+fn ours(records: &[Option<MemoryRecord>], items: &[AddParams]) -> Vec<Owned> {
     let mut now: Vec<Owned> = Vec::new();
     for (record, item) in records.iter().zip(items) {
+        let Some(record) = record else {
+            continue;
+        };
         if record.source == item.source && !now.iter().any(|m| m.id == record.id) {
             now.push(owned(record, item));
         }
@@ -474,10 +477,30 @@ impl Follower {
     }
 
     /// Adds `items` in batches ingest accepts: one memory per item, in order.
-    async fn add_all(&self, items: &[AddParams]) -> Result<Vec<MemoryRecord>, Stop> {
+    /// Adds `items` in batches: the record of each, in order, or `None` for one mnemod
+    /// refused. A batch with a bad paragraph is added one by one, so that paragraph alone is
+    /// skipped (and named, with its note) rather than its batch or the watch.
+    async fn add_all(&self, items: &[AddParams]) -> Result<Vec<Option<MemoryRecord>>, Stop> {
         let mut records = Vec::with_capacity(items.len());
         for batch in items.chunks(MAX_BATCH_ITEMS) {
-            records.extend(self.ingest.add(batch.to_vec(), true).await?);
+            match self.ingest.add(batch.to_vec(), true).await {
+                Ok(added) => records.extend(added.into_iter().map(Some)),
+                Err(Error::Invalid(_)) => {
+                    for item in batch {
+                        match self.ingest.add(vec![item.clone()], false).await {
+                            Ok(added) => records.push(added.into_iter().next()),
+                            Err(Error::Invalid(why)) => {
+                                let note = item.source.as_deref().unwrap_or("a note");
+                                tracing::warn!("watch: skipping a paragraph of {note}: {why}");
+                                self.set(|s| s.skipped += 1);
+                                records.push(None);
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(records)
     }

@@ -34,7 +34,7 @@ use output::Output;
 /// mnemo: a local memory service for personal AI.
 ///
 /// Talks to mnemod over its local socket. Every command takes --json for scripts.
-/// Exit codes: 0 success, 1 the request failed, 2 mnemod is not running.
+/// Exit codes: 0 success, 1 the request failed, 2 a usage error, 69 mnemod is not running.
 #[derive(Parser, Debug)]
 #[command(name = "mnemo", version, about, long_about)]
 pub struct Cli {
@@ -230,10 +230,14 @@ fn main() -> ExitCode {
                 Some(ClientError::NotRunning { .. })
             );
             output::error(json, &e);
-            ExitCode::from(if not_running { 2 } else { 1 })
+            ExitCode::from(if not_running { NOT_RUNNING } else { 1 })
         }
     }
 }
+
+/// The exit status when mnemod is not running: sysexits' `EX_UNAVAILABLE`, apart from clap's
+/// 2 for a usage error, so a script can tell "start mnemod" from "fix the command".
+const NOT_RUNNING: u8 = 69;
 
 /// Rust starts with SIGPIPE ignored, so printing to a closed pipe (`mnemo entities | head`)
 /// panics; the default action ends the command quietly, as any Unix tool does.

@@ -85,6 +85,79 @@ async fn export_pages(
     Ok(seen)
 }
 
+/// Says on stderr that an export of an encrypted store is plaintext: mnemod opens what it
+/// exports, so the file needs the care the store's key had.
+async fn warn_if_sealed(client: &mut Client) {
+    use mnemo_protocol::daemon::{EncryptionMode, Status};
+    let Ok(status) = client.call::<Status>(&mnemo_protocol::NoParams {}).await else {
+        return;
+    };
+    if status.encryption.mode != EncryptionMode::Off {
+        eprintln!(
+            "note: the store is encrypted, but an export is plaintext; the file is readable by \
+             you alone (0600): keep it as safe as the key"
+        );
+    }
+}
+
+/// Creates `dir` (and its parents) readable by its owner alone, as the data it holds.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Opens `path` to write, emptied, readable by its owner alone; a symlink there is not
+/// followed (it is an error), so an export never writes through another's link.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
+/// A new file beside `target`, created exclusively (never one already there, nor through a
+/// link) and readable by its owner alone: the export is written there, then renamed.
+fn partial_beside(target: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export".into());
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    let mut tries = 0;
+    loop {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!(
+            ".{name}.{}.{nonce:08x}.partial",
+            std::process::id()
+        ));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        match options.open(&path) {
+            Ok(file) => return Ok((file, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The current memories as Markdown files under `dir`, appended to as pages arrive.
 async fn export_markdown(
     client: &mut Client,
@@ -95,6 +168,7 @@ async fn export_markdown(
         args.file.clone().filter(|f| f != Path::new("-")).context(
             "--markdown writes a folder: name it (mnemo export --markdown ~/mnemo-notes)",
         )?;
+    warn_if_sealed(client).await;
     let mut files: std::collections::HashMap<String, std::io::BufWriter<std::fs::File>> =
         Default::default();
     let mut written = 0u64;
@@ -116,11 +190,11 @@ async fn export_markdown(
                 if !files.contains_key(&name) {
                     let path = dir.join(&name);
                     if let Some(parent) = path.parent() {
-                        std::fs::create_dir_all(parent)
+                        private_dir(parent)
                             .with_context(|| format!("cannot create {}", parent.display()))?;
                     }
                     let mut file = std::io::BufWriter::new(
-                        std::fs::File::create(&path)
+                        private_file(&path)
                             .with_context(|| format!("cannot create {}", path.display()))?,
                     );
                     file.write_all(markdown::header(m).as_bytes())?;
@@ -157,15 +231,15 @@ pub async fn export(args: ExportArgs, socket: &Path, out: &Output) -> anyhow::Re
         return export_markdown(&mut client, args, out).await;
     }
     let to_stdout = args.file.as_deref().is_none_or(|f| f == Path::new("-"));
+    warn_if_sealed(&mut client).await;
     // Written beside the target and renamed at the end: an interrupted export leaves no
     // half file under the name.
     let (mut sink, partial): (Box<dyn Write>, Option<PathBuf>) = if to_stdout {
         (Box::new(std::io::stdout().lock()), None)
     } else {
         let target = args.file.clone().expect("a file");
-        let partial = target.with_extension("partial");
-        let file = std::fs::File::create(&partial)
-            .with_context(|| format!("cannot create {}", partial.display()))?;
+        let (file, partial) = partial_beside(&target)
+            .with_context(|| format!("cannot create a file beside {}", target.display()))?;
         (Box::new(std::io::BufWriter::new(file)), Some(partial))
     };
     let mut progress = match to_stdout {
