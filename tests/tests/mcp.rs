@@ -338,6 +338,11 @@ async fn the_bridge_starts_mnemod_when_nothing_answers() {
     assert_eq!(std::path::Path::new(&status.data_dir), data_dir);
     assert_eq!(status.memories.total, 1);
     assert!(data_dir.join("mnemod.log").is_file());
+    // Its log may quote the store: 0600, in a data dir of 0700, as every file there.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data_dir.join("mnemod.log")), 0o600);
+    assert_eq!(mode(&data_dir), 0o700);
     // It outlives the bridge: it is the user's daemon now, not the session's.
     drop(mcp);
     assert!(Client::connect(&socket).await.is_ok());

@@ -54,13 +54,15 @@ pub async fn start_daemon(socket: &Path) -> Result<String, String> {
     let data_dir = std::env::var_os("MNEMO_DATA_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(paths::default_data_dir);
-    std::fs::create_dir_all(&data_dir)
+    crate::private::dir(&data_dir)
         .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    // The log may quote what the store holds: 0600, as every file of the data dir.
     let log_path = data_dir.join("mnemod.log");
-    let log = std::fs::OpenOptions::new()
+    let log = crate::private::options()
         .create(true)
         .append(true)
         .open(&log_path)
+        .and_then(|f| crate::private::owner_only(&f).map(|()| f))
         .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
     let mut cmd = Command::new(&mnemod);
     cmd.arg("--socket")

@@ -12,6 +12,7 @@ mod launch;
 mod mcp;
 mod memory;
 mod output;
+mod private;
 mod progress;
 mod project;
 mod session;

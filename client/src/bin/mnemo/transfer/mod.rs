@@ -14,6 +14,7 @@ use mnemo_protocol::transfer::{Export, ExportParams, ExportPart, Record};
 use crate::connect;
 use crate::formats::{markdown, Format};
 use crate::output::Output;
+use crate::private;
 use crate::progress::ProgressReport;
 
 mod import;
@@ -100,34 +101,6 @@ async fn warn_if_sealed(client: &mut Client) {
     }
 }
 
-/// Creates `dir` (and its parents) readable by its owner alone, as the data it holds.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
-/// Opens `path` to write, emptied, readable by its owner alone; a symlink there is not
-/// followed (it is an error), so an export never writes through another's link.
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-    }
-    let file = options.open(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(file)
-}
-
 /// A new file beside `target`, created exclusively (never one already there, nor through a
 /// link) and readable by its owner alone: the export is written there, then renamed.
 fn partial_beside(target: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
@@ -146,11 +119,7 @@ fn partial_beside(target: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
             ".{name}.{}.{nonce:08x}.partial",
             std::process::id()
         ));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        match options.open(&path) {
+        match private::options().create_new(true).open(&path) {
             Ok(file) => return Ok((file, path)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
             Err(e) => return Err(e),
@@ -190,11 +159,15 @@ async fn export_markdown(
                 if !files.contains_key(&name) {
                     let path = dir.join(&name);
                     if let Some(parent) = path.parent() {
-                        private_dir(parent)
+                        private::dir(parent)
                             .with_context(|| format!("cannot create {}", parent.display()))?;
                     }
                     let mut file = std::io::BufWriter::new(
-                        private_file(&path)
+                        private::options()
+                            .create(true)
+                            .truncate(true)
+                            .open(&path)
+                            .and_then(|f| private::owner_only(&f).map(|()| f))
                             .with_context(|| format!("cannot create {}", path.display()))?,
                     );
                     file.write_all(markdown::header(m).as_bytes())?;
