@@ -162,3 +162,16 @@ fn a_missing_daemon_is_explained_and_found_when_it_starts() {
         s.contains("mnemod 0.1.0") && s.contains("│CPU")
     });
 }
+
+/// Run where there is no terminal (a pipe, a service), it says so and fails, never panics.
+#[test]
+fn without_a_terminal_it_says_so() {
+    let out = Command::new(workspace_bin("mnemo-top"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("mnemo-top runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("draws in a terminal"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -56,6 +56,15 @@ fn cli_json(daemon: &Daemon, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
+/// `mnemo … --json` that imported part of its input: exit 1, and the summary (with what was
+/// refused) on stdout.
+fn cli_json_refused(daemon: &Daemon, args: &[&str]) -> Value {
+    let out = daemon.cli(args, "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    serde_json::from_slice(&out.stdout).expect("one JSON summary")
+}
+
 #[tokio::test]
 async fn an_export_imported_into_an_empty_store_gives_the_same_memories_history_and_search() {
     let source = Daemon::start();
@@ -334,7 +343,15 @@ async fn malformed_lines_are_reported_by_number_and_skipped_or_stop_a_strict_imp
     );
 
     let target = Daemon::start();
-    let summary = cli_json(&target, &["import", broken_arg, "--json"]);
+    // The good line goes in; the refused ones make the import fail, each named.
+    let out = Daemon::start().cli(&["import", broken_arg], "");
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("3 records were refused") && said.contains("line 4"),
+        "{said}"
+    );
+    let summary = cli_json_refused(&target, &["import", broken_arg, "--json"]);
     assert_eq!(summary["added"], 1, "{summary}");
     let rejected = summary["rejected"].as_array().unwrap();
     let at: Vec<&str> = rejected.iter().map(|r| r["at"].as_str().unwrap()).collect();
@@ -399,10 +416,10 @@ async fn notes_the_mcp_memory_graph_and_dialogues_import_once_each() {
     .unwrap();
 
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let from_graph = cli_json(&daemon, &["import", &path(&graph), "--json"]);
+    let from_graph = cli_json_refused(&daemon, &["import", &path(&graph), "--json"]);
     assert_eq!(from_graph["added"], 3, "{from_graph}");
     assert_eq!(from_graph["rejected"][0]["at"], "line 3", "{from_graph}");
-    let from_notes = cli_json(&daemon, &["import", &path(&notes), "--json", "-n", "notes"]);
+    let from_notes = cli_json_refused(&daemon, &["import", &path(&notes), "--json", "-n", "notes"]);
     assert_eq!(from_notes["added"], 3, "{from_notes}");
     let rejected = from_notes["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 1, "{from_notes}");
@@ -454,14 +471,21 @@ async fn notes_the_mcp_memory_graph_and_dialogues_import_once_each() {
         .iter()
         .all(|m| m.session_id.as_deref() == Some("session_1")));
 
-    // Each file again adds nothing.
-    for (file, namespace) in [(&graph, None), (&notes, Some("notes")), (&dialogue, None)] {
+    // Each file again adds nothing (and refuses again what it refused).
+    for (file, namespace, refuses) in [
+        (&graph, None, true),
+        (&notes, Some("notes"), true),
+        (&dialogue, None, false),
+    ] {
         let mut args = vec!["import".to_string(), path(file), "--json".into()];
         if let Some(ns) = namespace {
             args.extend(["-n".into(), ns.into()]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let again = cli_json(&daemon, &args);
+        let again = match refuses {
+            true => cli_json_refused(&daemon, &args),
+            false => cli_json(&daemon, &args),
+        };
         assert_eq!(again["added"], 0, "{file:?}: {again}");
     }
 }
@@ -496,7 +520,7 @@ async fn chatgpt_and_claude_exports_become_sessions_of_their_conversations() {
     )
     .unwrap();
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let from_chatgpt = cli_json(&daemon, &["import", &path(&chatgpt), "--json"]);
+    let from_chatgpt = cli_json_refused(&daemon, &["import", &path(&chatgpt), "--json"]);
     assert_eq!(from_chatgpt["added"], 2, "{from_chatgpt}");
     assert_eq!(
         from_chatgpt["rejected"][0]["at"], "element 2",

@@ -96,6 +96,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     mnemo_protocol::manpage::print_if_asked(<Args as clap::CommandFactory>::command);
     let args = Args::parse();
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "mnemo-top draws in a terminal and reads its keys; run it in one (`mnemo status` \
+             prints the same figures once, `--json` for scripts)"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

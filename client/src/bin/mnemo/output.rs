@@ -346,7 +346,16 @@ fn human_duration(secs: f64) -> String {
 }
 
 /// Errors go to stderr for people, to stdout as JSON for scripts.
+/// A failure the command's `--json` output already tells (an import's refused records): only
+/// the exit status is left to say there, and the message is for a person reading text.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Reported(pub String);
+
 pub fn error(json: bool, e: &anyhow::Error) {
+    if json && e.downcast_ref::<Reported>().is_some() {
+        return;
+    }
     if json {
         let value = match e.downcast_ref::<ClientError>() {
             Some(ClientError::Rpc(rpc)) => serde_json::json!({ "error": rpc }),

@@ -197,6 +197,19 @@ pub async fn import(args: ImportArgs, socket: &Path, out: &Output) -> anyhow::Re
         }
         lines.join("\n")
     });
+    // Part of a backup missing is a failure a script must see, even when the rest went in.
+    if !summary.rejected.is_empty() {
+        let (refused, taken) = (summary.rejected.len(), summary.added + summary.skipped);
+        return Err(crate::output::Reported(if taken == 0 {
+            format!("nothing was imported: all {refused} records were refused (each named above)")
+        } else {
+            format!(
+                "{refused} records were refused (each named above); the other {taken} were \
+                 imported or already there"
+            )
+        })
+        .into());
+    }
     Ok(())
 }
 
