@@ -494,9 +494,11 @@ async fn notes_the_mcp_memory_graph_and_dialogues_import_once_each() {
 async fn chatgpt_and_claude_exports_become_sessions_of_their_conversations() {
     let daemon = Daemon::start();
     let chatgpt = daemon.home.path().join("chatgpt.json");
+    // Saved with a byte-order mark, as Windows tools do.
     std::fs::write(
         &chatgpt,
-        serde_json::json!([
+        "\u{feff}".to_string()
+            + &serde_json::json!([
             { "id": "c1", "title": "Porto", "current_node": "n2", "mapping": {
                 "n0": { "parent": null, "message": null },
                 "n1": { "parent": "n0", "message": { "author": { "role": "user" }, "create_time": 1700000000.0,

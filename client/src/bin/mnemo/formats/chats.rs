@@ -54,6 +54,8 @@ pub fn chatgpt(conversation: &Value) -> Result<Vec<AddParams>, String> {
         .ok_or("a ChatGPT conversation without an id")?;
     let title = conversation["title"].as_str().unwrap_or("");
     let session = format!("chatgpt:{id}");
+    // A message without a time of its own was said when its conversation was.
+    let started = conversation["create_time"].as_f64().and_then(from_epoch);
     // From the last node up through the parents: the thread the person saw.
     let mut thread = Vec::new();
     let mut node = conversation["current_node"].as_str();
@@ -78,11 +80,44 @@ pub fn chatgpt(conversation: &Value) -> Result<Vec<AddParams>, String> {
                 _ => return None,
             };
             (!text.trim().is_empty()).then(|| {
-                let at = message["create_time"].as_f64().and_then(from_epoch);
+                let at = message["create_time"]
+                    .as_f64()
+                    .and_then(from_epoch)
+                    .or_else(|| started.clone());
                 turn(&session, title, who, &text, at, "chatgpt")
             })
         })
         .collect())
+}
+
+/// The text of a Claude message: its `content[]` text blocks (its `text` holds the app's
+/// placeholder where a block is a tool's), else its `text`; then what its attachments hold.
+fn claude_text(message: &Value) -> String {
+    let blocks: Vec<&str> = message["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b["type"].as_str() == Some("text"))
+                .filter_map(|b| b["text"].as_str())
+                .filter(|t| !t.trim().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut parts: Vec<&str> = if blocks.is_empty() {
+        message["text"].as_str().into_iter().collect()
+    } else {
+        blocks
+    };
+    if let Some(attachments) = message["attachments"].as_array() {
+        parts.extend(
+            attachments
+                .iter()
+                .filter_map(|a| a["extracted_content"].as_str())
+                .filter(|t| !t.trim().is_empty()),
+        );
+    }
+    parts.join("\n\n")
 }
 
 /// One Claude conversation's messages, in order.
@@ -103,10 +138,10 @@ pub fn claude(conversation: &Value) -> Result<Vec<AddParams>, String> {
                 "assistant" => "assistant",
                 _ => return None,
             };
-            let text = m["text"].as_str().unwrap_or("");
+            let text = claude_text(m);
             (!text.trim().is_empty()).then(|| {
                 let at = m["created_at"].as_str().map(str::to_string);
-                turn(&session, title, who, text, at, "claude")
+                turn(&session, title, who, &text, at, "claude")
             })
         })
         .collect())
@@ -157,5 +192,39 @@ mod tests {
             items[0].occurred_at.as_deref(),
             Some("2024-05-01T10:00:00Z")
         );
+    }
+
+    #[test]
+    fn a_claude_message_is_read_from_its_blocks_and_attachments() {
+        let conv = json!({ "uuid": "u2", "name": "Notes", "chat_messages": [
+            { "sender": "human", "text": "This block is not supported on your current device yet.",
+              "content": [
+                  { "type": "text", "text": "Summarise the attached plan." },
+                  { "type": "tool_use", "name": "search", "input": {} }
+              ],
+              "attachments": [{ "file_name": "plan.txt", "extracted_content": "Move to Porto in May." }],
+              "created_at": "2024-05-02T09:00:00Z" }
+        ]});
+        let items = claude(&conv).unwrap();
+        assert_eq!(
+            items[0].content,
+            "user: Summarise the attached plan.\n\nMove to Porto in May."
+        );
+    }
+
+    #[test]
+    fn a_chatgpt_message_without_a_time_takes_its_conversations() {
+        let conv = json!({
+            "id": "c2", "title": "t", "current_node": "n1", "create_time": 1700000000.0,
+            "mapping": {
+                "n1": { "parent": null, "message": { "author": { "role": "user" }, "content": { "parts": ["Hello there"] } } }
+            }
+        });
+        let items = chatgpt(&conv).unwrap();
+        assert!(items[0]
+            .occurred_at
+            .as_deref()
+            .unwrap()
+            .starts_with("2023-11-14T22:13:20"));
     }
 }

@@ -41,6 +41,8 @@ pub fn detect(path: &Path) -> anyhow::Result<Format> {
     BufReader::new(file.take(64 * 1024))
         .read_to_string(&mut head)
         .ok();
+    // Windows tools save UTF-8 with a byte-order mark before the first character.
+    let head = head.trim_start_matches('\u{feff}');
     let first = head
         .lines()
         .map(str::trim)
@@ -61,6 +63,16 @@ pub fn detect(path: &Path) -> anyhow::Result<Format> {
             path.display()
         ),
     })
+}
+
+/// Moves `reader` past a UTF-8 byte-order mark at its start, if there is one.
+pub fn skip_bom(reader: &mut impl std::io::BufRead) {
+    if reader
+        .fill_buf()
+        .is_ok_and(|b| b.starts_with(&[0xEF, 0xBB, 0xBF]))
+    {
+        reader.consume(3);
+    }
 }
 
 /// The elements of the JSON array in `path`, one at a time, read on a blocking thread: a file
@@ -96,7 +108,9 @@ pub fn array_elements(
     let file = std::fs::File::open(path)?;
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     std::thread::spawn(move || {
-        let mut reader = serde_json::Deserializer::from_reader(BufReader::new(file));
+        let mut buffered = BufReader::new(file);
+        skip_bom(&mut buffered);
+        let mut reader = serde_json::Deserializer::from_reader(buffered);
         if let Err(e) = Each(tx.clone()).deserialize(&mut reader) {
             let _ = tx.blocking_send(Err(e.to_string()));
         }

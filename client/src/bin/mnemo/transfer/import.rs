@@ -227,6 +227,8 @@ async fn import_mnemo(
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         (Box::new(BufReader::new(file)), size)
     };
+    let mut reader = reader;
+    formats::skip_bom(&mut reader);
     let mut progress = match size {
         0 => ProgressReport::off(),
         _ => ProgressReport::new(out.json),
