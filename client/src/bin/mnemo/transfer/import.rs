@@ -169,9 +169,15 @@ impl<'a, T: Item> Importer<'a, T> {
     }
 }
 
-pub async fn import(args: ImportArgs, socket: &Path, out: &Output) -> anyhow::Result<()> {
+pub async fn import(mut args: ImportArgs, socket: &Path, out: &Output) -> anyhow::Result<()> {
     let mut client = connect(socket).await?;
     let stdin = args.file == Path::new("-");
+    // Notes keep their path as their source: absolute, so a watch of the same folder, or a
+    // note deleted later, finds them whatever directory the import ran from.
+    if !stdin {
+        args.file = std::fs::canonicalize(&args.file)
+            .with_context(|| format!("cannot open {}", args.file.display()))?;
+    }
     let format = match args.format {
         Format::Auto if stdin => Format::Mnemo,
         Format::Auto => formats::detect(&args.file)?,
