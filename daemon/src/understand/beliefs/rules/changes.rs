@@ -136,13 +136,9 @@ pub fn rules() -> Vec<Rule> {
         // A job ended.
         rule(
             &format!(
-                r"{I}\s+(?:(?i:quit|left|resigned from|lost)\s+(?i:my\s+)?(?i:job|position|role|post)\s+(?i:at|with)|(?i:resigned from|retired from|was laid off from|got laid off from|was fired from|got fired from|was let go from|got let go from))\s+(?P<v>.+)"
+                r"{I}\s+(?P<neg>(?i:quit|left|resigned from|lost)\s+(?i:my\s+)?(?i:job|position|role|post)\s+(?i:at|with)|(?i:resigned from|retired from|was laid off from|got laid off from|was fired from|got fired from|was let go from|got let go from))\s+(?P<v>.+)"
             ),
-            |c, w| {
-                one(where_value(group(c, "v")), |v| {
-                    fact(w.speaker, Identity, "works_at", v, true)
-                })
-            },
+            own(Identity, "works_at", PLACE),
         ),
         rule(
             &format!(
