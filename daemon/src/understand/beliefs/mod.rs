@@ -197,7 +197,11 @@ pub(crate) fn reading(text: &str, said_at: i64, listener: Option<&str>) -> Readi
             }
             _ => Vec::new(),
         };
-        for mut s in found.into_iter().chain(pets) {
+        // "wants to continue doing it": a value that points back names nothing.
+        let found = found
+            .into_iter()
+            .filter(|s| !people::points_back(&s.object));
+        for mut s in found.chain(pets) {
             if said.hedged {
                 s.confidence = (s.confidence - 0.3).max(0.2);
             }

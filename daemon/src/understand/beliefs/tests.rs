@@ -5,6 +5,23 @@
 use super::*;
 
 const CASES: &[(&str, &[&str])] = &[
+    // activities
+    (
+        "I'm doing kickboxing and it's giving me so much energy.",
+        &["user|does|kickboxing|behavior"],
+    ),
+    (
+        "I'm off to do some taekwondo!",
+        &["user|does|taekwondo|behavior"],
+    ),
+    (
+        "I practise yoga every morning.",
+        &["user|does|yoga|behavior"],
+    ),
+    ("I'm doing great, thanks!", &[]),
+    ("I'm going to do more ads.", &["user|goal|do more ads|goal"]),
+    // a goal that points back names nothing
+    ("I want to continue doing it.", &[]),
     // identity
     (
         "My name is Alex Moreau.",

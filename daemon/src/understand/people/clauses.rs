@@ -32,6 +32,23 @@ const CONDITIONS: &[&str] = &[
     "what if ",
 ];
 
+/// "When I was younger, …", "When we moved here, …": a time in the past, no condition; its
+/// clause after the comma is told as it is.
+fn is_past_time(lower: &str) -> bool {
+    let Some(rest) = lower.strip_prefix("when ") else {
+        return false;
+    };
+    let head = rest.split(',').next().unwrap_or_default();
+    let mut words = head.split_whitespace().map(bare);
+    // "When I'm stressed": a subject with its verb in it is the present.
+    if words.next().is_none_or(|subject| subject.contains('\'')) {
+        return false;
+    }
+    words
+        .find(|w| !super::words::is_adverb_between(w))
+        .is_some_and(|w| is_past_verb(&w))
+}
+
 /// Words that join two clauses.
 const CONJUNCTIONS: &[&str] = &[
     "and", "but", "so", "because", "cause", "'cause", "cuz", "plus", "then", "while", "although",
@@ -43,7 +60,7 @@ pub fn clauses(text: &str) -> Vec<Clause> {
     let mut out = Vec::new();
     for (sentence, question) in sentences(text) {
         let lower = sentence.to_lowercase();
-        if CONDITIONS.iter().any(|c| lower.starts_with(c)) {
+        if CONDITIONS.iter().any(|c| lower.starts_with(c)) && !is_past_time(&lower) {
             out.push(Clause {
                 text: sentence.to_string(),
                 question,
@@ -142,6 +159,7 @@ fn split_clauses(sentence: &str) -> Vec<(String, bool)> {
         .map(|w| (w.as_ptr() as usize - sentence.as_ptr() as usize, w))
         .collect();
     let mut cuts: Vec<(usize, usize, bool)> = Vec::new(); // (end of piece, start of next, carried)
+    let fronted_end = fronted_phrase_end(&words);
     for i in 1..words.len() {
         let (at, word) = words[i];
         let joiner = bare(word);
@@ -151,12 +169,34 @@ fn split_clauses(sentence: &str) -> Vec<(String, bool)> {
                 continue;
             };
             (next_at, next)
+        } else if after_comma && i == fronted_end {
+            // "Last week, my grandma passed away": the phrase stays with its clause, which
+            // tells it after its subject (`who::subject`).
+            continue;
         } else if after_comma {
             (at, word)
         } else {
             continue;
         };
         let next_bare = bare_keep_case(next);
+        // "Some friends from church and I went camping": one subject, the speaker with them.
+        let piece_from = cuts.last().map_or(0, |&(_, next_at, _)| next_at);
+        let with_me = joiner == "and"
+            && bare(next) == "i"
+            && i <= 7
+            && words[..i]
+                .iter()
+                .filter(|&&(a, _)| a >= piece_from)
+                .all(|&(_, w)| {
+                    let b = bare(w);
+                    !is_subject_word_strict(&b)
+                        && !is_past_verb(&b)
+                        && !is_third_person_verb(&b)
+                        && !w.ends_with(',')
+                });
+        if with_me {
+            continue;
+        }
         // A name opens a clause only with its verb after it ("French and Spanish" is a list).
         let after_next = words
             .iter()
@@ -188,6 +228,35 @@ fn split_clauses(sentence: &str) -> Vec<(String, bool)> {
     out.push((tidy(&sentence[from..]), carried));
     out.retain(|(p, _)| !p.is_empty());
     out
+}
+
+/// Where the clause after a short phrase put before it starts ("Last week, my grandma …",
+/// "While volunteering yesterday, I met …"): the word after the phrase's comma, when the
+/// phrase names no subject and "I", "we" or "my" follows. `usize::MAX` when there is none.
+fn fronted_phrase_end(words: &[(usize, &str)]) -> usize {
+    let opens = words
+        .first()
+        .is_some_and(|(_, w)| super::who::FRONTING.contains(&bare(w).as_str()));
+    let Some(comma) = words.iter().take(6).position(|(_, w)| w.ends_with(',')) else {
+        return usize::MAX;
+    };
+    let subjectless = words[..=comma].iter().all(|(_, w)| {
+        let b = bare(w);
+        !is_subject_word_strict(&b) || matches!(b.as_str(), "my" | "our")
+    });
+    let next = words
+        .get(comma + 1)
+        .map(|(_, w)| bare(w))
+        .unwrap_or_default();
+    let subject_follows = matches!(
+        next.as_str(),
+        "i" | "i'm" | "i've" | "i'd" | "we" | "we're" | "we've" | "my" | "our"
+    );
+    if opens && subjectless && subject_follows {
+        comma + 1
+    } else {
+        usize::MAX
+    }
 }
 
 /// A word lower-cased without the punctuation around it.
@@ -281,5 +350,38 @@ mod tests {
         let c = clauses("If I move to Berlin, I'll learn German.");
         assert_eq!(c.len(), 1);
         assert!(c[0].condition);
+    }
+
+    #[test]
+    fn a_phrase_put_first_stays_with_its_clause() {
+        assert_eq!(
+            texts("Last week, my grandma passed away and it's been hard"),
+            [
+                ("Last week, my grandma passed away".into(), false),
+                ("it's been hard".into(), false)
+            ]
+        );
+        // A phrase with a subject of its own is a clause of its own.
+        assert_eq!(texts("After I moved, I cried").len(), 2);
+    }
+
+    #[test]
+    fn a_time_in_the_past_is_no_condition() {
+        let c = clauses("When I was younger, we had some money problems.");
+        assert!(c.iter().all(|c| !c.condition));
+        assert_eq!(
+            c.last().map(|c| c.text.as_str()),
+            Some("we had some money problems")
+        );
+        assert!(clauses("When I'm stressed, I paint.")[0].condition);
+    }
+
+    #[test]
+    fn people_and_i_are_one_subject() {
+        assert_eq!(
+            texts("Some friends from church and I went camping"),
+            [("Some friends from church and I went camping".into(), false)]
+        );
+        assert_eq!(texts("I went home and I slept").len(), 2);
     }
 }

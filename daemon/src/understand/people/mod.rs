@@ -17,6 +17,7 @@ use mnemo_protocol::belief::USER;
 pub use clauses::{clauses, Clause};
 pub use voice::{their, when};
 pub use who::Person;
+pub use worth::points_back;
 
 use super::dates::{self, DateSpan};
 use super::entities::speaker_line;

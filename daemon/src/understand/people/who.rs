@@ -59,6 +59,27 @@ static FILLER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid pattern")
 });
 
+/// A frame that announces news rather than being it ("Wanted to let you know that I'm
+/// running again", "I'm so excited to tell you I started yoga", "Just wanted to give you the
+/// heads up on what's been happening lately- I took a class"): the news is what follows.
+static REPORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?ix)^
+        (?:i\s+)?(?:just\s+|really\s+|also\s+)?
+        (?:
+            (?:wanted|want|had|have|needed|need|got)\s+to
+          | (?:i'm|i’m|i\s+am|am)\s+(?:so\s+|really\s+|super\s+|just\s+)?
+            (?:excited|happy|glad|thrilled|stoked|pumped|proud|pleased|sad|sorry)\s+to
+        )\s+
+        (?:let\s+you\s+know|tell\s+you|say|share(?:\s+with\s+you)?|update\s+you
+          | give\s+you\s+(?:a|the)\s+(?:quick\s+)?heads[\s-]?up
+          | announce|report)
+        (?:\s+(?:on|about)\s+[^-–—:]*[-–—:])?
+        (?:\s+that\b|\s*[-–—:,]+)?\s+",
+    )
+    .expect("valid pattern")
+});
+
 static HEDGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i)^(?:i think|i guess|i believe|i suppose|i feel like|it seems like|seems like|it seems|maybe|probably|perhaps)\s+(?:that\s+)?",
@@ -186,6 +207,7 @@ pub fn subject(clause: &str, carried: bool, cx: &mut Context) -> Option<Subjecte
         }
         _ => text,
     };
+    let text = REPORT.replace(&text, "").to_string();
     // "After years of classes I finally became a lawyer": the subject after a fronted phrase
     // goes first, the phrase after it.
     let text = {
@@ -196,7 +218,9 @@ pub fn subject(clause: &str, carried: bool, cx: &mut Context) -> Option<Subjecte
                 let phrase = phrase.trim_end_matches(',');
                 let mut first = phrase.chars();
                 let phrase: String = match first.next() {
-                    Some(c) if !is_name_like(words[0]) => c.to_lowercase().chain(first).collect(),
+                    Some(c) if !is_name_like(words[0].trim_end_matches(',')) => {
+                        c.to_lowercase().chain(first).collect()
+                    }
                     _ => phrase.to_string(),
                 };
                 format!("{}, {phrase}", words[k..].join(" "))
@@ -223,11 +247,12 @@ pub fn subject(clause: &str, carried: bool, cx: &mut Context) -> Option<Subjecte
 }
 
 /// Words that open a phrase put before its clause's subject ("After years of classes I …").
-const FRONTING: &[&str] = &[
+pub(super) const FRONTING: &[&str] = &[
     "after",
     "before",
     "since",
     "during",
+    "while",
     "in",
     "on",
     "at",
@@ -251,7 +276,9 @@ const FRONTING: &[&str] = &[
     "back",
 ];
 
-/// Where the subject ("I", "we") of a clause that opens with a fronted phrase starts.
+/// Where the subject of a clause that opens with a fronted phrase starts: "I" or "we" after
+/// a phrase of two words or more, or after its comma ("Yesterday, I went …"); "my" after the
+/// comma ("Last week, my grandma passed away").
 fn fronted(words: &[&str]) -> Option<usize> {
     let first = plain(words.first()?);
     if !FRONTING.contains(&first.as_str()) {
@@ -260,12 +287,14 @@ fn fronted(words: &[&str]) -> Option<usize> {
     words
         .iter()
         .enumerate()
-        .skip(2)
-        .find(|(_, w)| {
-            matches!(
-                plain(w).as_str(),
-                "i" | "i'm" | "i've" | "i'd" | "we" | "we're" | "we've"
-            )
+        .skip(1)
+        .find(|&(k, w)| {
+            let after_comma = words[k - 1].ends_with(',');
+            match plain(w).as_str() {
+                "i" | "i'm" | "i've" | "i'd" | "we" | "we're" | "we've" => k >= 2 || after_comma,
+                "my" | "our" => after_comma,
+                _ => false,
+            }
         })
         .map(|(k, _)| k)
 }
@@ -347,105 +376,99 @@ fn explicit(
         let (person, phrase) = cx.last.clone()?;
         return Some(made(person, format!("{phrase} {text}"), None));
     }
-    let out = match first {
-        "i" | "i'm" | "im" | "i've" | "ive" | "i'd" | "i'll" => {
-            let opener = match first {
-                "im" => "I'm",
-                "ive" => "I've",
-                _ => &capital_i(words[0]),
-            };
-            made(Person::Speaker, format!("{opener} {}", rest(1)), None)
-        }
-        "we" | "we're" | "we've" | "we'd" | "we'll" => {
-            let opener = match first {
-                "we" => "I",
-                "we're" => "I'm",
-                "we've" => "I've",
-                "we'd" => "I'd",
-                _ => "I'll",
-            };
-            let mut tail: Vec<String> = words[1..].iter().map(|w| w.to_string()).collect();
-            // "we are" is "I am", "we were" "I was"; a word between may come first.
-            let verb = tail.iter().position(|w| !is_adverb_between(&plain(w)));
-            if let Some(v) = verb.filter(|_| first == "we") {
-                match plain(&tail[v]).as_str() {
-                    "are" => tail[v] = "am".into(),
-                    "were" => tail[v] = "was".into(),
-                    _ => {}
+    let out = match with_the_speaker(words) {
+        // "Chris and I got divorced", "Some friends from church and I went camping": the
+        // speaker, with them.
+        Some((with, at)) => made(Person::Speaker, format!("I {} with {with}", rest(at)), None),
+        None => match first {
+            "i" | "i'm" | "im" | "i've" | "ive" | "i'd" | "i'll" => {
+                let opener = match first {
+                    "im" => "I'm",
+                    "ive" => "I've",
+                    _ => &capital_i(words[0]),
+                };
+                made(Person::Speaker, format!("{opener} {}", rest(1)), None)
+            }
+            "we" | "we're" | "we've" | "we'd" | "we'll" => {
+                let opener = match first {
+                    "we" => "I",
+                    "we're" => "I'm",
+                    "we've" => "I've",
+                    "we'd" => "I'd",
+                    _ => "I'll",
+                };
+                let mut tail: Vec<String> = words[1..].iter().map(|w| w.to_string()).collect();
+                // "we are" is "I am", "we were" "I was"; a word between may come first.
+                let verb = tail.iter().position(|w| !is_adverb_between(&plain(w)));
+                if let Some(v) = verb.filter(|_| first == "we") {
+                    match plain(&tail[v]).as_str() {
+                        "are" => tail[v] = "am".into(),
+                        "were" => tail[v] = "was".into(),
+                        _ => {}
+                    }
+                }
+                made(
+                    Person::Speaker,
+                    format!("{opener} {}", tail.join(" ")),
+                    None,
+                )
+            }
+            "my" | "our" => {
+                let (rel, at) = relation_at(words, 1)?;
+                match rel {
+                    // "my sister Maria lives …": Maria, the sister.
+                    Some(rel) => match name_at(words, at) {
+                        Some((name, after)) => made(
+                            Person::Named(name.clone()),
+                            format!("{name} {}", rest(after)),
+                            Some(rel),
+                        ),
+                        None => made(
+                            Person::Kin(rel.clone()),
+                            format!("my {rel} {}", rest(at)),
+                            None,
+                        ),
+                    },
+                    // "my store is doing well": the speaker's.
+                    None => made(Person::Speaker, text.to_string(), None),
                 }
             }
-            made(
-                Person::Speaker,
-                format!("{opener} {}", tail.join(" ")),
-                None,
-            )
-        }
-        "my" | "our" => {
-            let (rel, at) = relation_at(words, 1)?;
-            match rel {
-                // "my sister Maria lives …": Maria, the sister.
-                Some(rel) => match name_at(words, at) {
+            "she" | "he" | "she's" | "he's" => {
+                let [only] = cx.named.as_slice() else {
+                    return None;
+                };
+                let name = only.clone();
+                let verb = if first.ends_with("'s") { " is" } else { "" };
+                made(
+                    Person::Named(name.clone()),
+                    format!("{name}{verb} {}", rest(1)),
+                    None,
+                )
+            }
+            _ => {
+                let named = name_at(words, 0).filter(|&(_, after)| {
+                    // "Jon, you rock": a name spoken to, not a subject; a verb must follow.
+                    after < words.len()
+                        && !words[after - 1].ends_with(',')
+                        && words[after].chars().next().is_some_and(char::is_lowercase)
+                        && looks_like_a_verb(&plain(words[after]))
+                });
+                match named {
                     Some((name, after)) => made(
                         Person::Named(name.clone()),
                         format!("{name} {}", rest(after)),
-                        Some(rel),
-                    ),
-                    None => made(
-                        Person::Kin(rel.clone()),
-                        format!("my {rel} {}", rest(at)),
                         None,
                     ),
-                },
-                // "my store is doing well": the speaker's.
-                None => made(Person::Speaker, text.to_string(), None),
-            }
-        }
-        "she" | "he" | "she's" | "he's" => {
-            let [only] = cx.named.as_slice() else {
-                return None;
-            };
-            let name = only.clone();
-            let verb = if first.ends_with("'s") { " is" } else { "" };
-            made(
-                Person::Named(name.clone()),
-                format!("{name}{verb} {}", rest(1)),
-                None,
-            )
-        }
-        _ => {
-            let named = name_at(words, 0).filter(|&(_, after)| {
-                // "Jon, you rock": a name spoken to, not a subject; a verb must follow.
-                after < words.len()
-                    && !words[after - 1].ends_with(',')
-                    && words[after].chars().next().is_some_and(char::is_lowercase)
-                    && looks_like_a_verb(&plain(words[after]))
-            });
-            match named {
-                // "Chris and I got divorced": the speaker, with Chris.
-                Some((name, after))
-                    if plain(words[after]) == "and"
-                        && words.get(after + 1).is_some_and(|w| plain(w) == "i") =>
-                {
-                    made(
-                        Person::Speaker,
-                        format!("I {} with {name}", rest(after + 2)),
-                        None,
-                    )
+                    None => match dropped_i(words) {
+                        Some(clause) => made(Person::Speaker, clause, None),
+                        None if touches_the_speaker(words) => {
+                            made(Person::Touched, text.to_string(), None)
+                        }
+                        None => return None,
+                    },
                 }
-                Some((name, after)) => made(
-                    Person::Named(name.clone()),
-                    format!("{name} {}", rest(after)),
-                    None,
-                ),
-                None => match dropped_i(words) {
-                    Some(clause) => made(Person::Speaker, clause, None),
-                    None if touches_the_speaker(words) => {
-                        made(Person::Touched, text.to_string(), None)
-                    }
-                    None => return None,
-                },
             }
-        }
+        },
     };
     if let Person::Named(name) = &out.person {
         if !cx.named.contains(name) {
@@ -460,6 +483,31 @@ fn explicit(
         Person::Touched | Person::Unknown | Person::View => None,
     };
     Some(out)
+}
+
+/// "Chris and I …", "Some friends from church and I …": who the speaker did it with, and
+/// where the words after "and I" start.
+fn with_the_speaker(words: &[&str]) -> Option<(String, usize)> {
+    let at = (1..words.len().min(7))
+        .find(|&k| plain(words[k]) == "and" && words.get(k + 1).is_some_and(|w| plain(w) == "i"))?;
+    let before = &words[..at];
+    // "I went and I saw": the speaker is already the subject; "She and I": one said before.
+    let pronoun = before.iter().any(|w| {
+        let p = plain(w);
+        super::words::is_subject_word_strict(&p) && !matches!(p.as_str(), "my" | "our")
+    });
+    if pronoun || words.len() <= at + 2 || before.iter().any(|w| w.ends_with(',')) {
+        return None;
+    }
+    let mut with = before.join(" ");
+    if !is_name_like(before[0]) {
+        let mut chars = with.chars();
+        with = chars
+            .next()
+            .map(|c| c.to_lowercase().chain(chars).collect())
+            .unwrap_or_default();
+    }
+    Some((with, at + 2))
 }
 
 /// Subjects that point at something said before the clause.
@@ -801,5 +849,51 @@ mod tests {
         }
         assert_eq!(read("Sounds great").unwrap().0, Person::Unknown);
         assert_eq!(read("Love the tattoo").unwrap().0, Person::Unknown);
+    }
+
+    #[test]
+    fn a_frame_that_announces_news_leaves_the_news() {
+        assert_eq!(
+            read("Wanted to let you know that I'm running for office again"),
+            Some((Person::Speaker, "I'm running for office again".into()))
+        );
+        assert_eq!(
+            read("Maria, I'm so excited to tell you I started a yoga class"),
+            Some((Person::Speaker, "I started a yoga class".into()))
+        );
+        assert_eq!(
+            read("Just wanted to give you the heads up on what's been happening lately- I took a class"),
+            Some((Person::Speaker, "I took a class".into()))
+        );
+    }
+
+    #[test]
+    fn the_subject_after_a_phrase_put_first_opens_the_clause() {
+        assert_eq!(
+            read("Last week, my grandma passed away"),
+            Some((
+                Person::Kin("grandma".into()),
+                "my grandma passed away, last week".into()
+            ))
+        );
+        assert_eq!(
+            read("Yesterday, I went to the park"),
+            Some((Person::Speaker, "I went to the park, yesterday".into()))
+        );
+    }
+
+    #[test]
+    fn people_and_i_are_the_speaker_with_them() {
+        assert_eq!(
+            read("Some friends from church and I went camping"),
+            Some((
+                Person::Speaker,
+                "I went camping with some friends from church".into()
+            ))
+        );
+        assert_eq!(
+            read("Chris and I got divorced"),
+            Some((Person::Speaker, "I got divorced with Chris".into()))
+        );
     }
 }

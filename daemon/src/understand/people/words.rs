@@ -59,19 +59,32 @@ static IRREGULAR_PAST: WordSet = LazyLock::new(|| {
          spent stood taught thought told understood wore won wrote ate drove flew forgot \
          fell fought hung hid hurt let lit meant quit rode rang rose sang shot shut slept \
          spoke stole swam threw woke broke chose built caught drew dug fed hit been gone \
-         done seen taken given known begun become was were",
+         done seen taken given known begun become was were slid bit blew bent bled bound \
+         clung crept dealt dove dreamt drank fled flung forgave froze knelt laid leapt lent \
+         sank shook shone sought spun sprang stuck stung struck swept swore swung tore wept \
+         wove arose awoke beat bore learnt burnt spelt overcame",
     )
 });
 
 /// A past tense or past participle: irregular, or ending in "ed" ("moved", "started").
 pub fn is_past_verb(word: &str) -> bool {
+    // "retook", "overcame", "rebuilt": an irregular past behind a prefix.
+    let prefixed = ["re", "over", "under", "out", "mis", "with", "up"]
+        .iter()
+        .filter_map(|p| word.strip_prefix(p))
+        .any(|rest| rest.len() >= 3 && IRREGULAR_PAST.contains(rest));
     IRREGULAR_PAST.contains(word)
+        || (prefixed && !NOT_PAST.contains(word))
         || (word.len() > 4 && word.ends_with("ed") && !NOT_PAST.contains(word))
 }
 
 /// Words ending in "ed" that are no verbs.
-static NOT_PAST: WordSet =
-    LazyLock::new(|| set("need bed red shed seed feed speed bred breed weed hundred sacred"));
+static NOT_PAST: WordSet = LazyLock::new(|| {
+    set(
+        "need bed red shed seed feed speed bred breed weed hundred sacred outlet relent \
+         rebound outbound",
+    )
+});
 
 /// Verbs in the third person that follow a shared subject ("… and works as an architect").
 static THIRD_PERSON: WordSet = LazyLock::new(|| {
@@ -264,5 +277,11 @@ mod tests {
         assert!(is_past_verb("moved") && is_past_verb("went") && !is_past_verb("need"));
         assert!(is_name_like("Maria") && !is_name_like("Gonna") && !is_name_like("The"));
         assert!(is_subject_word("I'm") && is_subject_word("she") && !is_subject_word("salt"));
+    }
+
+    #[test]
+    fn an_irregular_past_behind_a_prefix_is_past() {
+        assert!(is_past_verb("retook") && is_past_verb("overcame") && is_past_verb("rebuilt"));
+        assert!(!is_past_verb("outlet") && !is_past_verb("relent") && !is_past_verb("retake"));
     }
 }

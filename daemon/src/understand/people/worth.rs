@@ -24,6 +24,50 @@ const POINTERS: &[&str] = &[
     "there",
 ];
 
+/// Words of the events a life is told by (a job, a home, a family, health, school): a
+/// clause with one tells more than its length says ("I got promoted at work").
+const LIFE_EVENTS: &[&str] = &[
+    "promoted",
+    "promotion",
+    "hired",
+    "fired",
+    "laid",
+    "married",
+    "engaged",
+    "divorced",
+    "wedding",
+    "graduated",
+    "graduation",
+    "degree",
+    "retired",
+    "adopted",
+    "born",
+    "baby",
+    "pregnant",
+    "died",
+    "passed",
+    "funeral",
+    "moved",
+    "relocated",
+    "quit",
+    "resigned",
+    "job",
+    "diagnosed",
+    "injured",
+    "surgery",
+    "hospital",
+    "accident",
+    "elected",
+    "enrolled",
+    "admitted",
+    "launched",
+    "opened",
+    "published",
+    "won",
+    "lost",
+    "broke",
+];
+
 /// Forms of "be", "do" and "have" that carry no meaning of their own before a verb.
 const AUXILIARIES: &[&str] = &["do", "does", "did", "don't", "doesn't", "totally", "really"];
 
@@ -77,6 +121,13 @@ pub fn weight(s: &Subjected, dated: bool) -> f32 {
     if points_back && rest.len() <= verb_at + 2 && !dated {
         return 0.0;
     }
+    // Not one denied or only possible ("I won't quit").
+    let life_event = rest.iter().any(|w| LIFE_EVENTS.contains(&w.as_str()))
+        && !rest
+            .iter()
+            .any(|w| super::words::is_modal(w) || w == "not" || w == "never" || w.ends_with("n't"));
+    // A life event's word says as much as two ("I got promoted at work").
+    let content = content + usize::from(life_event);
     let needed = if dated || named { 1 } else { 2 };
     if content < needed {
         return 0.0;
@@ -84,23 +135,44 @@ pub fn weight(s: &Subjected, dated: bool) -> f32 {
     // "pass it on to others", "make something like this": words that stand for what was
     // said before tell less, wherever they are.
     let pointers = (verb_at + 1..rest.len())
-        .filter(|&i| match rest[i].as_str() {
-            // A determiner before its noun ("that lake") names what it means.
-            "this" | "that" | "these" | "those" => {
-                rest.get(i + 1).is_none_or(|next| is_empty_word(next))
-            }
-            w => POINTERS.contains(&w),
-        })
+        .filter(|&i| is_pointer(rest, i))
         .count();
     let weight = content as f32
         + 2.0 * f32::from(u8::from(dated))
         + f32::from(u8::from(named))
         + 0.5 * f32::from(u8::from(event))
+        + f32::from(u8::from(life_event))
         - pointers as f32;
     if points_back {
         weight / 2.0
     } else {
         weight
+    }
+}
+
+/// A value that stands for what was said before more than it names anything ("to continue
+/// doing it", "to get it fixed", "to pass it on to others"): a pointer, and at most two
+/// words of content beside it.
+pub fn points_back(value: &str) -> bool {
+    let lower: Vec<String> = value.split_whitespace().map(plain).collect();
+    let pointers = (0..lower.len()).filter(|&i| is_pointer(&lower, i)).count();
+    let content = (0..lower.len())
+        .filter(|&i| {
+            let w = &lower[i];
+            w.chars().count() >= 3 && !is_empty_word(w) && !is_pointer(&lower, i)
+        })
+        .count();
+    pointers > 0 && content <= 2
+}
+
+/// Whether the word at `i` stands for something said before: a pointer, or a determiner
+/// with no noun after it ("that lake" names what it means).
+fn is_pointer(lower: &[String], i: usize) -> bool {
+    match lower[i].as_str() {
+        "this" | "that" | "these" | "those" => {
+            lower.get(i + 1).is_none_or(|next| is_empty_word(next))
+        }
+        w => POINTERS.contains(&w),
     }
 }
 
@@ -182,5 +254,19 @@ mod tests {
         ] {
             assert!(!tells(c), "{c}");
         }
+    }
+
+    #[test]
+    fn a_life_event_tells_in_few_words_unless_denied() {
+        assert!(tells("I got promoted at work"));
+        assert!(!tells("I won't quit"));
+    }
+
+    #[test]
+    fn a_value_that_points_back_names_nothing() {
+        assert!(points_back("to continue doing it"));
+        assert!(points_back("to get it fixed"));
+        assert!(!points_back("to run a marathon in Berlin"));
+        assert!(!points_back("to visit that lake"));
     }
 }

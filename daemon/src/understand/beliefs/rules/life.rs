@@ -135,6 +135,32 @@ pub fn rules() -> Vec<Rule> {
                 })
             },
         ),
+        // An activity the speaker does: "I'm doing kickboxing", "I'm off to do some
+        // taekwondo", "I practise yoga".
+        rule(
+            &format!(
+                r"{I}(?:'m|’m|\s+am|'ve been|’ve been|\s+have been)?\s+(?i:off to\s+)?(?P<how>(?i:doing|do|practicing|practising|practice|practise))\s+(?P<some>(?i:some\s+|a bit of\s+|a little\s+|a lot of\s+|lots of\s+))?(?P<v>[a-z][a-z-]+.*)"
+            ),
+            |c, w| {
+                let v = activity_words(group(c, "v"));
+                // "I do eat meat", "I do wonder": a bare "do" stresses a verb.
+                let bare_do =
+                    group(c, "how").eq_ignore_ascii_case("do") && c.name("some").is_none();
+                let stressed = bare_do
+                    && (v.split_whitespace().count() > 1
+                        || [
+                            "eat", "wonder", "hate", "try", "say", "go", "make", "take", "worry",
+                        ]
+                        .contains(&first_word(v).as_str()));
+                if is_activity(v) && !stressed {
+                    one(value(v, true, 2).map(|v| v.to_lowercase()), |v| {
+                        fact(w.speaker, Behavior, "does", v, false)
+                    })
+                } else {
+                    vec![]
+                }
+            },
+        ),
     ]
 }
 
@@ -151,6 +177,144 @@ pub fn pets_mentioned(clause: &str, speaker: &str) -> Vec<Signal> {
         .captures_iter(clause)
         .map(|c| fact(speaker, Fact, "has_pet", pet(group(&c, "kind")), false))
         .collect()
+}
+
+/// What is done, without when, where or with whom ("yoga every morning" → "yoga").
+fn activity_words(v: &str) -> &str {
+    const AFTER: &[&str] = &[
+        " every ",
+        " each ",
+        " on ",
+        " at ",
+        " with ",
+        " in ",
+        " for ",
+        " twice",
+        " once",
+        " a few ",
+        " daily",
+        " weekly",
+        " together",
+        " after ",
+        " before ",
+        " to ",
+        " three ",
+        " two ",
+        " and ",
+        ",",
+        "!",
+        ".",
+    ];
+    let lower = v.to_lowercase();
+    let end = AFTER
+        .iter()
+        .filter_map(|a| lower.find(a))
+        .min()
+        .unwrap_or(v.len());
+    v.get(..end).unwrap_or(v).trim()
+}
+
+/// Whether what follows "I'm doing" names an activity ("kickboxing", "yoga"), not how
+/// the speaker is ("great", "well"), a pointer ("it") or a verb ("do think").
+fn is_activity(v: &str) -> bool {
+    const NOT: &[&str] = &[
+        "well",
+        "great",
+        "good",
+        "fine",
+        "ok",
+        "okay",
+        "alright",
+        "better",
+        "worse",
+        "awesome",
+        "amazing",
+        "fantastic",
+        "wonderful",
+        "terrible",
+        "bad",
+        "badly",
+        "nothing",
+        "something",
+        "anything",
+        "everything",
+        "stuff",
+        "things",
+        "thing",
+        "it",
+        "that",
+        "this",
+        "them",
+        "those",
+        "these",
+        "the",
+        "a",
+        "an",
+        "my",
+        "your",
+        "his",
+        "her",
+        "our",
+        "their",
+        "you",
+        "same",
+        "what",
+        "whatever",
+        "much",
+        "more",
+        "lot",
+        "lots",
+        "so",
+        "too",
+        "really",
+        "pretty",
+        "super",
+        "just",
+        "not",
+        "think",
+        "love",
+        "like",
+        "want",
+        "need",
+        "know",
+        "feel",
+        "hope",
+        "believe",
+        "agree",
+        "miss",
+        "have",
+        "get",
+        "appreciate",
+        "enjoy",
+        "wish",
+        "care",
+        "mind",
+        "see",
+        "mean",
+        "understand",
+        "remember",
+        "okay",
+        "ok",
+        "right",
+        "fun",
+        "all",
+        "everything",
+        "my",
+        "some",
+        "work",
+        "things",
+        "anymore",
+        "now",
+        "again",
+    ];
+    let first = first_word(v);
+    !first.is_empty()
+        && !NOT.contains(&first.as_str())
+        && !first.ends_with("ly")
+        && !v
+            .to_lowercase()
+            .split_whitespace()
+            .any(|w| w == "you" || w == "it")
 }
 
 /// A pastime in a few words, lower case.
