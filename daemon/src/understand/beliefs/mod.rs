@@ -125,15 +125,23 @@ pub fn extract_to(text: &str, said_at: i64, listener: Option<&str>) -> Vec<Signa
 }
 
 /// One statement of clauses about one person: the first as it is, the others after ", and"
-/// without the subject they share ("Caroline went …, and found …"); the first's kind.
+/// without the subject they share ("Caroline went …, and found …"); the first's kind. When
+/// one opens with something else ("Rob invited Caroline …"), they do not join: the most
+/// telling alone is the statement.
 fn joined(list: Vec<Kept>) -> Signal {
+    let shown = people::display(&list[0].signal.subject);
+    let prefix = format!("{shown} ");
+    if !list.iter().all(|k| k.signal.statement.starts_with(&prefix)) {
+        let heaviest = list
+            .into_iter()
+            .reduce(|a, b| if b.weight > a.weight { b } else { a })
+            .expect("a clause");
+        return heaviest.signal;
+    }
     let mut list = list.into_iter();
     let mut first = list.next().expect("a clause").signal;
-    let shown = people::display(&first.subject);
     for k in list {
-        let Some(rest) = k.signal.statement.strip_prefix(&format!("{shown} ")) else {
-            continue;
-        };
+        let rest = &k.signal.statement[prefix.len()..];
         first.statement = format!("{}, and {rest}", first.statement);
         first.object = format!("{}, and {rest}", first.object);
     }
@@ -183,7 +191,10 @@ pub(crate) fn reading(text: &str, said_at: i64, listener: Option<&str>) -> Readi
         }
         // What no rule read is kept as said; so is a dated change a rule read ("I lost my
         // job as a banker yesterday"): the slot holds the fact, the statement the event.
-        if said.weight > 0.0 && (found.is_empty() || said.date.is_some()) {
+        // Not when a rule's value already says the clause ("wants to volunteer at shelters"
+        // for "I'm going to volunteer at shelters next month"): that would be said twice.
+        let restated = found.iter().any(|s| covers(&s.object, &said.clause));
+        if said.weight > 0.0 && (found.is_empty() || (said.date.is_some() && !restated)) {
             kept.push(Kept {
                 clause: i,
                 weight: said.weight,
@@ -208,10 +219,31 @@ pub(crate) fn reading(text: &str, said_at: i64, listener: Option<&str>) -> Readi
             // "wants to continue my studies": the rule's words, in the third person too.
             s.object = people::their(&s.object, &said.person, &shown);
             s.statement = people::their(&s.statement, &said.person, &shown);
+            // "wants to volunteer next month": a plan's statement tells its time as a date,
+            // as a statement kept as said does (the value, its slot's key, stays as said).
+            let dated = said.date.as_ref().filter(|d| !d.phrase.is_empty());
+            if let (Some(d), BeliefType::Goal) = (dated, s.kind) {
+                s.statement = s.statement.replacen(&d.phrase, &people::when(d), 1);
+            }
             push(&mut slots, s);
         }
     }
     Reading { slots, kept }
+}
+
+/// Whether `value` holds most of the content words of `clause` (a rule's value that says
+/// what the clause does).
+fn covers(value: &str, clause: &str) -> bool {
+    let content = |t: &str| -> Vec<String> {
+        t.split_whitespace()
+            .map(people::words::plain)
+            .filter(|w| w.chars().count() >= 3 && !people::words::is_empty_word(w))
+            .collect()
+    };
+    let said = content(clause);
+    let value = content(value);
+    let held = said.iter().filter(|w| value.contains(w)).count();
+    !said.is_empty() && held * 10 >= said.len() * 7
 }
 
 /// Words of a plan: what is to come.

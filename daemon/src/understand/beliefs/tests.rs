@@ -433,3 +433,43 @@ fn single_valued_predicates_are_named() {
     assert!(!single_valued(BeliefType::Identity, "speaks"));
     assert!(!single_valued(BeliefType::Constraint, "allergic_to"));
 }
+
+#[test]
+fn what_someone_did_to_a_speaker_is_kept_about_the_speaker() {
+    let got = extract(
+        "John: Together we can make a real difference in our town. And my colleague Rob \
+         invited me to a beginner's yoga class.",
+        0,
+    );
+    let about_john: Vec<&str> = got
+        .iter()
+        .filter(|s| s.subject == "John")
+        .map(|s| s.statement.as_str())
+        .collect();
+    assert!(
+        about_john.contains(&"Rob invited John to a beginner's yoga class"),
+        "{about_john:?}"
+    );
+}
+
+#[test]
+fn a_plan_a_rule_reads_is_not_kept_again_as_said() {
+    use chrono::TimeZone;
+    let said_at = chrono::Utc
+        .with_ymd_and_hms(2023, 7, 20, 12, 0, 0)
+        .unwrap()
+        .timestamp_micros();
+    let got = extract(
+        "Maria: Gonna explore more and volunteer at shelters next month.",
+        said_at,
+    );
+    let volunteering = got
+        .iter()
+        .filter(|s| s.statement.contains("volunteer at shelters"))
+        .collect::<Vec<_>>();
+    assert_eq!(volunteering.len(), 1, "{got:?}");
+    assert!(
+        volunteering[0].statement.ends_with("in August 2023"),
+        "{got:?}"
+    );
+}

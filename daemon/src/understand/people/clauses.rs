@@ -5,8 +5,8 @@
 //! architect"). A condition stays whole, so its consequence is not read as a statement.
 
 use super::words::{
-    is_name_like, is_past_verb, is_subject_word, is_subject_word_strict, is_third_person_verb,
-    looks_like_a_verb,
+    is_company, is_name_like, is_past_verb, is_subject_word, is_subject_word_strict,
+    is_third_person_verb, looks_like_a_verb,
 };
 
 /// One clause as written, and what the sentence around it makes of it.
@@ -181,19 +181,14 @@ fn split_clauses(sentence: &str) -> Vec<(String, bool)> {
         let next_bare = bare_keep_case(next);
         // "Some friends from church and I went camping": one subject, the speaker with them.
         let piece_from = cuts.last().map_or(0, |&(_, next_at, _)| next_at);
-        let with_me = joiner == "and"
-            && bare(next) == "i"
-            && i <= 7
-            && words[..i]
+        let with_me = joiner == "and" && bare(next) == "i" && i <= 7 && {
+            let before: Vec<&str> = words[..i]
                 .iter()
                 .filter(|&&(a, _)| a >= piece_from)
-                .all(|&(_, w)| {
-                    let b = bare(w);
-                    !is_subject_word_strict(&b)
-                        && !is_past_verb(&b)
-                        && !is_third_person_verb(&b)
-                        && !w.ends_with(',')
-                });
+                .map(|&(_, w)| w)
+                .collect();
+            is_company(&before)
+        };
         if with_me {
             continue;
         }
@@ -383,5 +378,6 @@ mod tests {
             [("Some friends from church and I went camping".into(), false)]
         );
         assert_eq!(texts("I went home and I slept").len(), 2);
+        assert_eq!(texts("My sister and I went hiking").len(), 1);
     }
 }

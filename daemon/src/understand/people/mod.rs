@@ -104,6 +104,8 @@ pub fn read(text: &str, said_at: i64, listener: Option<&str>) -> Heard {
         let subject = match &s.person {
             Person::Speaker | Person::Touched | Person::Unknown | Person::View => speaker.clone(),
             Person::Named(name) if fold_eq(name, &speaker) => speaker.clone(),
+            // "My colleague Rob invited me to a yoga class": what happened to the speaker.
+            Person::Named(name) if acts_on_the_speaker(&s.clause, name) => speaker.clone(),
             Person::Named(name) => name.clone(),
             Person::Kin(rel) => format!("{speaker}'s {rel}"),
         };
@@ -160,6 +162,23 @@ fn unbracketed(text: &str) -> String {
     out
 }
 
+/// Whether `clause`, about `name`, tells what they did to the speaker: their verb, then "me"
+/// or "us" ("Rob invited me", "Mom always calls me").
+fn acts_on_the_speaker(clause: &str, name: &str) -> bool {
+    let lower: Vec<String> = clause
+        .split_whitespace()
+        .skip(name.split_whitespace().count())
+        .map(words::plain)
+        .collect();
+    let Some(at) = lower.iter().position(|w| !words::is_adverb_between(w)) else {
+        return false;
+    };
+    let verb = lower[at].as_str();
+    let acts = words::is_past_verb(verb) || (verb.ends_with('s') && words::looks_like_a_verb(verb));
+    acts && !matches!(verb, "was" | "is" | "has" | "had")
+        && lower.get(at + 1).is_some_and(|o| o == "me" || o == "us")
+}
+
 fn fold_eq(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
 }
@@ -177,7 +196,7 @@ fn for_rules(clause: &str, person: &Person) -> String {
     let mut out: Vec<&str> = words[..skip].to_vec();
     let mut rest = words[skip..].iter().peekable();
     while let Some(w) = rest.peek() {
-        if words::is_droppable_adverb(&who::plain(w)) && !w.ends_with(',') {
+        if words::is_droppable_adverb(&words::plain(w)) && !w.ends_with(',') {
             rest.next();
         } else {
             break;
@@ -277,6 +296,28 @@ mod tests {
         // Without a listener, "you" is no one.
         let alone = read("Gina: Keep pushing for your dreams!", said_at(), None);
         assert!(alone.said.iter().all(|s| !s.toward));
+    }
+
+    #[test]
+    fn what_someone_did_to_the_speaker_is_about_the_speaker() {
+        let heard = read(
+            "John: My colleague Rob invited me to a beginner's yoga class. Rob lives in Leeds.",
+            said_at(),
+            None,
+        );
+        let about: Vec<(&str, &str)> = heard
+            .said
+            .iter()
+            .map(|s| (s.subject.as_str(), s.statement.as_str()))
+            .collect();
+        assert_eq!(
+            about,
+            [
+                ("John", "Rob invited John to a beginner's yoga class"),
+                ("Rob", "Rob lives in Leeds")
+            ]
+        );
+        assert_eq!(heard.said[0].relation.as_deref(), Some("colleague"));
     }
 
     #[test]

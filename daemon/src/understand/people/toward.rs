@@ -4,9 +4,10 @@
 //! speaker encourages them. Each is told as a clause about the speaker with the listener
 //! named ("I encourage Jon to keep pushing for Jon's dreams"), so it reads like any other.
 
-use super::who::{plain, Person, Subjected};
+use super::who::{Person, Subjected};
 use super::words::{
-    is_adverb_between, is_conversation_verb, is_empty_word, is_plain_present, third_person,
+    is_adverb_between, is_conversation_verb, is_empty_word, is_plain_present, lower_first, plain,
+    third_person,
 };
 
 /// Verbs whose order to the listener is advice or encouragement ("Keep going", "Stay
@@ -68,6 +69,32 @@ pub fn toward(s: &Subjected, listener: &str) -> Option<(String, Person)> {
     let first = lower.first()?.as_str();
     let rest = |from: usize| named(&words[from.min(words.len())..], listener);
     let (clause, person, told) = match (&s.person, first) {
+        // "Congrats on finishing your degree!", "Thanks for offering to help": what the
+        // speaker thanks or congratulates the listener for; not "Thanks for sharing".
+        (_, "congrats" | "congratulations" | "thanks" | "thank") => {
+            let congrats = matches!(first, "congrats" | "congratulations");
+            let at = lower.iter().position(|w| {
+                if congrats {
+                    matches!(w.as_str(), "on" | "for")
+                } else {
+                    w == "for"
+                }
+            })?;
+            let reason = &lower[at + 1..];
+            let said_to = &lower[1..at];
+            if said_to.iter().any(|w| !is_you(w) && !is_empty_word(w))
+                || content(reason) < if congrats { 1 } else { 2 }
+            {
+                return None;
+            }
+            let verb = if congrats { "congratulate" } else { "thank" };
+            let reason = named(&words[at..], listener);
+            (
+                format!("I {verb} {listener} {reason}"),
+                Person::Speaker,
+                at + 1,
+            )
+        }
         // "I'm so proud of you": the speaker, the listener named after the verb.
         // "Let me know if you need help" is the talk, not news.
         (Person::Speaker, _)
@@ -134,12 +161,7 @@ pub fn toward(s: &Subjected, listener: &str) -> Option<(String, Person)> {
             1,
         ),
         (Person::Unknown, verb) if ADVICE.contains(&verb) => {
-            let order = named(&words, listener);
-            let mut chars = order.chars();
-            let order: String = match chars.next() {
-                Some(c) => c.to_lowercase().chain(chars).collect(),
-                None => return None,
-            };
+            let order = lower_first(&named(&words, listener));
             (
                 format!("I encourage {listener} to {order}"),
                 Person::Speaker,
@@ -231,6 +253,14 @@ mod tests {
             to_jon("Your studio looks amazing").as_deref(),
             Some("Jon's studio looks amazing")
         );
+        assert_eq!(
+            to_jon("Congrats on finishing your degree!").as_deref(),
+            Some("I congratulate Jon on finishing Jon's degree!")
+        );
+        assert_eq!(
+            to_jon("Thank you for offering to help with the food drive").as_deref(),
+            Some("I thank Jon for offering to help with the food drive")
+        );
     }
 
     #[test]
@@ -243,6 +273,9 @@ mod tests {
             "Have fun!",
             "You know what I mean",
             "I went to the park",
+            "Thanks for sharing!",
+            "Thank you so much",
+            "Congrats!",
         ] {
             assert_eq!(to_jon(c), None, "{c}");
         }

@@ -7,8 +7,8 @@
 
 use chrono::{Datelike, TimeZone, Utc};
 
-use super::who::{plain, Person};
-use super::words::{is_adverb_between, is_plain_present, third_person};
+use super::who::Person;
+use super::words::{is_adverb_between, is_manner_adverb, is_plain_present, plain, third_person};
 use crate::understand::dates::DateSpan;
 
 /// `clause` (its subject explicit, see [`super::who`]) about `person`, said by `speaker`
@@ -98,6 +98,11 @@ fn others(words: &[String], person: &Person, speaker: &str) -> Vec<String> {
             (Person::Speaker, "we'd") => said("they'd"),
             (_, "my" | "our" | "mine" | "ours") => said(&possessive),
             (_, "me" | "us" | "i" | "myself" | "ourselves") => said(speaker),
+            // "…made me feel like I'm part of something": the speaker, with the verb.
+            (_, "i'm") => said(&format!("{speaker} is")),
+            (_, "i've") => said(&format!("{speaker} has")),
+            (_, "i'll") => said(&format!("{speaker} will")),
+            (_, "i'd") => said(&format!("{speaker} would")),
             // "a trip we took" in a clause about something else: the speaker was in it.
             (_, "we" | "we're" | "we've" | "we'll" | "we'd") => {
                 let next = words.get(i + 1).map(|n| plain(n)).unwrap_or_default();
@@ -169,7 +174,10 @@ fn speaker_subject(words: &[String], speaker: &str, out: &mut Vec<String>) -> us
     }
     // The verb after "I" (past the adverbs between) agrees with the name.
     let mut i = 1;
-    while i < words.len() && is_adverb_between(&plain(&words[i])) {
+    while i < words.len() && {
+        let w = plain(&words[i]);
+        is_adverb_between(&w) || is_manner_adverb(&w)
+    } {
         out.push(words[i].clone());
         i += 1;
     }
@@ -225,8 +233,9 @@ pub fn when(d: &DateSpan) -> String {
 /// Words of `clause` with chat spelling made plain: "gonna" → "going to", "sooo" → "so",
 /// interjections and emoji dropped.
 fn plainer(clause: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for w in clause.split_whitespace() {
+    let mut out: Vec<String> = Vec::new();
+    let all: Vec<&str> = clause.split_whitespace().collect();
+    for (k, w) in all.iter().enumerate() {
         let w: String = w.chars().filter(|c| !is_emoji(*c)).collect();
         if w.is_empty() {
             continue;
@@ -239,17 +248,48 @@ fn plainer(clause: &str) -> Vec<String> {
             "gotta" => Some("have to"),
             "kinda" => Some("kind of"),
             "sorta" => Some("sort of"),
-            "'cause" | "cause" | "cuz" | "coz" => Some("because"),
+            "'cause" | "cuz" | "coz" => Some("because"),
+            // "a shared cause" is the noun; "cause I was tired" the conjunction.
+            "cause" if opens_a_clause(all.get(k + 1)) => Some("because"),
             "haha" | "hahaha" | "lol" | "lmao" | "omg" | "xd" => Some(""),
             _ => None,
         };
         match replaced {
             Some("") => {}
-            Some(r) => out.push(format!("{}{tail}", keep_case(head, r))),
+            // One word each, so the verb in "have to" agrees like any other.
+            Some(r) => {
+                let r = format!("{}{tail}", keep_case(head, r));
+                out.extend(r.split(' ').map(str::to_string));
+            }
             None => out.push(squeeze(&w)),
         }
     }
     out
+}
+
+/// Whether `next` opens a clause: a subject pronoun ("cause I was tired").
+fn opens_a_clause(next: Option<&&str>) -> bool {
+    next.is_some_and(|n| {
+        matches!(
+            plain(n).as_str(),
+            "i" | "i'm"
+                | "i've"
+                | "we"
+                | "we're"
+                | "you"
+                | "you're"
+                | "he"
+                | "she"
+                | "it"
+                | "it's"
+                | "they"
+                | "they're"
+                | "that's"
+                | "there's"
+                | "my"
+                | "our"
+        )
+    })
 }
 
 /// Letters said three times or more said once: "sooo" → "so", "yesss" → "yes".
@@ -341,6 +381,18 @@ mod tests {
             "Caroline loves painting with their kids"
         );
         assert_eq!(s("I really try to run"), "Caroline really tries to run");
+        assert_eq!(
+            s("I slowly formed connections"),
+            "Caroline slowly formed connections"
+        );
+        assert_eq!(
+            s("I ran for a shared cause"),
+            "Caroline ran for a shared cause"
+        );
+        assert_eq!(
+            s("I left cause I was tired"),
+            "Caroline left because they were tired"
+        );
         assert_eq!(
             s("I've been to Rome once"),
             "Caroline has been to Rome once"

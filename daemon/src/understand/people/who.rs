@@ -8,7 +8,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::words::{is_adverb_between, is_name_like, is_past_verb, looks_like_a_verb};
+use super::words::{
+    is_adverb_between, is_company, is_name_like, is_past_verb, looks_like_a_verb, lower_first,
+    plain,
+};
 use crate::understand::entities::is_relation;
 
 /// The person a clause is about.
@@ -216,12 +219,10 @@ pub fn subject(clause: &str, carried: bool, cx: &mut Context) -> Option<Subjecte
             Some(k) => {
                 let phrase = words[..k].join(" ");
                 let phrase = phrase.trim_end_matches(',');
-                let mut first = phrase.chars();
-                let phrase: String = match first.next() {
-                    Some(c) if !is_name_like(words[0].trim_end_matches(',')) => {
-                        c.to_lowercase().chain(first).collect()
-                    }
-                    _ => phrase.to_string(),
+                let phrase = if is_name_like(words[0].trim_end_matches(',')) {
+                    phrase.to_string()
+                } else {
+                    lower_first(phrase)
                 };
                 format!("{}, {phrase}", words[k..].join(" "))
             }
@@ -398,6 +399,13 @@ fn explicit(
                     _ => "I'll",
                 };
                 let mut tail: Vec<String> = words[1..].iter().map(|w| w.to_string()).collect();
+                // "we all had great ideas": the speaker had them too.
+                if tail
+                    .first()
+                    .is_some_and(|w| matches!(plain(w).as_str(), "all" | "both"))
+                {
+                    tail.remove(0);
+                }
                 // "we are" is "I am", "we were" "I was"; a word between may come first.
                 let verb = tail.iter().position(|w| !is_adverb_between(&plain(w)));
                 if let Some(v) = verb.filter(|_| first == "we") {
@@ -491,22 +499,15 @@ fn with_the_speaker(words: &[&str]) -> Option<(String, usize)> {
     let at = (1..words.len().min(7))
         .find(|&k| plain(words[k]) == "and" && words.get(k + 1).is_some_and(|w| plain(w) == "i"))?;
     let before = &words[..at];
-    // "I went and I saw": the speaker is already the subject; "She and I": one said before.
-    let pronoun = before.iter().any(|w| {
-        let p = plain(w);
-        super::words::is_subject_word_strict(&p) && !matches!(p.as_str(), "my" | "our")
-    });
-    if pronoun || words.len() <= at + 2 || before.iter().any(|w| w.ends_with(',')) {
+    if !is_company(before) || words.len() <= at + 2 {
         return None;
     }
-    let mut with = before.join(" ");
-    if !is_name_like(before[0]) {
-        let mut chars = with.chars();
-        with = chars
-            .next()
-            .map(|c| c.to_lowercase().chain(chars).collect())
-            .unwrap_or_default();
-    }
+    let with = before.join(" ");
+    let with = if is_name_like(before[0]) {
+        with
+    } else {
+        lower_first(&with)
+    };
     Some((with, at + 2))
 }
 
@@ -543,13 +544,6 @@ fn touches_the_speaker(words: &[&str]) -> bool {
             .iter()
             .skip(1)
             .any(|w| matches!(w.as_str(), "me" | "my" | "myself" | "mine"))
-}
-
-/// A word lower-cased, without the punctuation around it, apostrophes straight.
-pub fn plain(word: &str) -> String {
-    word.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’')
-        .replace('’', "'")
-        .to_lowercase()
 }
 
 /// "i'm" as "I'm".
@@ -659,6 +653,10 @@ fn dropped_i(words: &[&str]) -> Option<String> {
                 | "brings"
                 | "keeps"
                 | "means"
+                | "sounds"
+                | "seems"
+                | "takes"
+                | "feels"
                 | "can"
                 | "could"
                 | "will"

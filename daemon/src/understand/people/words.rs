@@ -11,6 +11,13 @@ fn set(words: &'static str) -> HashSet<&'static str> {
     words.split_whitespace().collect()
 }
 
+/// A word lower-cased, without the punctuation around it, apostrophes straight.
+pub fn plain(word: &str) -> String {
+    word.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’')
+        .replace('’', "'")
+        .to_lowercase()
+}
+
 /// Words (as written, apostrophes straight) that open a clause as its subject.
 pub fn is_subject_word(word: &str) -> bool {
     let lower = word.to_lowercase();
@@ -27,6 +34,29 @@ static SUBJECTS: WordSet = LazyLock::new(|| {
 /// A pronoun or possessive that opens a clause (not a name).
 pub fn is_subject_word_strict(word: &str) -> bool {
     SUBJECTS.contains(word.to_lowercase().as_str())
+}
+
+/// The words before "and I" when they can name the speaker's company ("Some friends from
+/// church and I", "My sister and I"): no subject of their own ("She and I"), no verb ("I
+/// went and I"), no comma ("Yes, and I").
+pub fn is_company(before: &[&str]) -> bool {
+    !before.is_empty()
+        && before.iter().all(|w| {
+            let b = plain(w);
+            (!is_subject_word_strict(&b) || matches!(b.as_str(), "my" | "our"))
+                && !is_past_verb(&b)
+                && !is_third_person_verb(&b)
+                && !w.ends_with(',')
+        })
+}
+
+/// `text` with its first letter in lower case: a sentence's opening put inside another.
+pub fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// A capitalised word that is not a common one and not "I": a name, perhaps.
@@ -155,6 +185,18 @@ pub fn is_adverb_between(word: &str) -> bool {
     BETWEEN.contains(word)
 }
 
+/// An adverb of manner by its shape ("slowly", "honestly"), not one of the verbs that end
+/// the same way ("rely", "apply").
+pub fn is_manner_adverb(word: &str) -> bool {
+    word.len() >= 5
+        && word.ends_with("ly")
+        && word.chars().all(|c| c.is_ascii_alphabetic())
+        && !matches!(
+            word,
+            "reply" | "apply" | "supply" | "comply" | "imply" | "multiply" | "rally" | "bully"
+        )
+}
+
 /// Adverbs a slot rule reads past: they change no fact ("I now work at" is "I work at").
 /// Frequency words ("always", "never", "usually") stay: a habit is read from them.
 pub fn is_droppable_adverb(word: &str) -> bool {
@@ -202,7 +244,8 @@ pub fn is_empty_word(word: &str) -> bool {
 static CONVERSATION_VERBS: WordSet = LazyLock::new(|| {
     set(
         "agree know see mean guess bet understand hear wonder appreciate promise suppose \
-         admire respect imagine doubt apologize apologise swear talked chatted talk chat",
+         admire respect imagine doubt apologize apologise swear talked chatted talk chat \
+         agreed",
     )
 });
 
@@ -245,6 +288,7 @@ pub fn is_plain_present(word: &str) -> bool {
         && !is_past_verb(word)
         && !word.ends_with("ing")
         && !is_modal(word)
+        && !is_manner_adverb(word)
         && !NOT_VERBS.contains(word)
 }
 
@@ -283,5 +327,20 @@ mod tests {
     fn an_irregular_past_behind_a_prefix_is_past() {
         assert!(is_past_verb("retook") && is_past_verb("overcame") && is_past_verb("rebuilt"));
         assert!(!is_past_verb("outlet") && !is_past_verb("relent") && !is_past_verb("retake"));
+    }
+
+    #[test]
+    fn company_before_and_i() {
+        assert!(is_company(&["Some", "friends", "from", "church"]));
+        assert!(is_company(&["My", "sister"]));
+        assert!(!is_company(&["She"]) && !is_company(&["I", "went"]) && !is_company(&["Yes,"]));
+    }
+
+    #[test]
+    fn an_adverb_of_manner_is_no_verb() {
+        assert!(is_manner_adverb("slowly") && !is_plain_present("slowly"));
+        assert!(
+            !is_manner_adverb("rely") && !is_manner_adverb("apply") && is_plain_present("rely")
+        );
     }
 }

@@ -3,8 +3,8 @@
 //! that!"), but news, plans, feelings about something named, what someone has or does. A
 //! clause worth keeping gets a weight, so a long turn keeps its most telling clauses.
 
-use super::who::{plain, Person, Subjected};
-use super::words::{is_conversation_verb, is_empty_word, is_name_like, is_past_verb};
+use super::who::{Person, Subjected};
+use super::words::{is_conversation_verb, is_empty_word, is_name_like, is_past_verb, plain};
 
 /// Words that put a clause in the listener's hands: it is about them, or the talk.
 const LISTENER: &[&str] = &[
@@ -199,7 +199,8 @@ fn turn_of_phrase(rest: &[String]) -> bool {
     two("can't", "wait")
         || two("cannot", "wait")
         || two("can't", "believe")
-        || matches!(first, Some("thank" | "thanks"))
+        // "Thanks!", but not what someone is thanked for ("thank Jon for offering to help").
+        || (matches!(first, Some("thank" | "thanks")) && !rest.iter().any(|w| w == "for"))
         || (matches!(first, Some("love" | "like" | "loved" | "adore"))
             && rest
                 .iter()
