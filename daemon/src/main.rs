@@ -52,6 +52,9 @@ struct RunArgs {
     /// Write `READY=1` to this file descriptor once the socket accepts, then close it.
     #[arg(long, global = true)]
     ready_fd: Option<i32>,
+    /// For tests: answer `daemon.advance_clock`, which moves this mnemod's clock ahead.
+    #[arg(long, global = true, hide = true)]
+    test_clock: bool,
 }
 
 impl RunArgs {
@@ -167,6 +170,9 @@ fn main() -> std::process::ExitCode {
     mnemo_protocol::manpage::print_if_asked(<Cli as clap::CommandFactory>::command);
     let cli = Cli::parse();
     let args = cli.args;
+    if args.test_clock {
+        mnemo_protocol::time::allow_clock_moves();
+    }
     let print_config = matches!(cli.command, Some(Command::Config));
     let config = match Config::load(args.config.as_deref(), &args.overrides()) {
         Ok(c) => c,

@@ -295,6 +295,21 @@ pub struct QueueDepths {
     pub connections: usize,
 }
 
+/// Moves mnemod's clock ahead, for tests of what time does (decay, fading); answered only by
+/// a mnemod started with `--test-clock`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdvanceClockParams {
+    /// Seconds to move the clock ahead (0 to 31,536,000).
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdvanceClockResult {
+    /// The daemon's time after the move (RFC 3339).
+    pub now: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShutdownResult {
     pub stopping: bool,
@@ -305,4 +320,5 @@ crate::methods! {
     Status = "daemon.status" (NoParams) -> StatusResult;
     Shutdown = "daemon.shutdown" (NoParams) -> ShutdownResult;
     Encrypt = "daemon.encrypt" (NoParams) -> EncryptResult;
+    AdvanceClock = "daemon.advance_clock" (AdvanceClockParams) -> AdvanceClockResult;
 }

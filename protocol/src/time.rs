@@ -1,5 +1,7 @@
 //! Timestamps on the wire are strings; in storage they are UTC microseconds.
 
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
 
 pub const ACCEPTED_FORMATS: &str =
@@ -47,8 +49,30 @@ pub fn format_micros(micros: i64) -> String {
         .unwrap_or_else(|| micros.to_string())
 }
 
+/// Microseconds the clock has been moved ahead of the wall clock: none, unless a test moved
+/// it (`daemon.advance_clock`, answered only by a mnemod started with `--test-clock`).
+static AHEAD_MICROS: AtomicI64 = AtomicI64::new(0);
+/// Whether this process lets its clock be moved.
+static MOVABLE: AtomicBool = AtomicBool::new(false);
+
+/// Now, in UTC microseconds: the wall clock, plus what a test moved it ahead.
 pub fn now_micros() -> i64 {
-    Utc::now().timestamp_micros()
+    Utc::now().timestamp_micros() + AHEAD_MICROS.load(Ordering::Relaxed)
+}
+
+/// Lets [`advance_clock`] move this process's clock (for tests of what time does: decay,
+/// fading), so they need not sleep.
+pub fn allow_clock_moves() {
+    MOVABLE.store(true, Ordering::Relaxed);
+}
+
+/// Moves the clock ahead by `micros`; false (and no move) unless moves were allowed.
+pub fn advance_clock(micros: i64) -> bool {
+    if !MOVABLE.load(Ordering::Relaxed) {
+        return false;
+    }
+    AHEAD_MICROS.fetch_add(micros.max(0), Ordering::Relaxed);
+    true
 }
 
 #[cfg(test)]

@@ -293,6 +293,38 @@ impl Daemon {
         child.wait_with_output().expect("mnemo output")
     }
 
+    /// Moves the daemon's clock `seconds` ahead (one started with `--test-clock`), so what
+    /// time does (decay, fading) is tested without sleeping.
+    pub async fn advance_clock(&self, seconds: f64) {
+        use mnemo_protocol::daemon::{AdvanceClock, AdvanceClockParams};
+        self.client()
+            .await
+            .call::<AdvanceClock>(&AdvanceClockParams { seconds })
+            .await
+            .expect("a mnemod started with --test-clock");
+    }
+
+    /// `mnemo doctor --json` about this daemon and its data dir: the check named `name`
+    /// (null when there is none), and the whole report.
+    pub fn doctor_check(&self, name: &str) -> (serde_json::Value, serde_json::Value) {
+        let out = Command::new(workspace_bin("mnemo"))
+            .args(["doctor", "--json", "--socket"])
+            .arg(&self.socket)
+            .env("MNEMO_DATA_DIR", &self.data_dir)
+            .env("MNEMO_EMBEDDER", "hashed")
+            .env("MNEMO_CONFIG", self.home.path().join("config.toml"))
+            .output()
+            .expect("mnemo doctor");
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("doctor's checks as JSON");
+        let check = report
+            .as_array()
+            .and_then(|checks| checks.iter().find(|c| c["name"] == name))
+            .cloned()
+            .unwrap_or_default();
+        (check, report)
+    }
+
     /// `mnemo consolidate --wait --json`: a run now, to its end.
     pub fn consolidate_now(&self) -> mnemo_protocol::consolidate::RunRecord {
         let out = self.cli(&["consolidate", "--wait", "--json"], "");

@@ -85,7 +85,7 @@ async fn a_run_shows_what_each_phase_did() {
     let daemon = Daemon::start_configured(
         Embedder::Hashed,
         "[consolidate]\nenabled = false\nhalf_life_days = 0.00003\nsummary_min_age_days = 1\n",
-        &[],
+        &["--test-clock"],
     );
     let mut c = daemon.client().await;
 
@@ -143,9 +143,9 @@ async fn a_run_shows_what_each_phase_did() {
         .memories
         .len();
     assert_eq!(before, 9);
-    // Not a wait for something to settle: decay is what is tested, and it needs time to pass
-    // (about four half-lives of the 2.6 s configured above).
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Decay is what is tested, and it needs time to pass: about four half-lives of the 2.6 s
+    // configured above, on the daemon's clock.
+    daemon.advance_clock(10.0).await;
 
     let run = daemon.consolidate_now();
     assert_eq!(run.status, RunStatus::Completed);

@@ -191,7 +191,7 @@ async fn recalled_together_strengthens_an_edge_and_disuse_fades_it() {
     use mnemo_protocol::consolidate::Phase;
     // What use adds halves in about 2.6 s, so disuse can be waited for.
     let config = "[consolidate]\nenabled = false\nedge_half_life_days = 0.00003\n";
-    let daemon = Daemon::start_configured(Embedder::Hashed, config, &[]);
+    let daemon = Daemon::start_configured(Embedder::Hashed, config, &["--test-clock"]);
     let mut c = daemon.client().await;
     let s = Some("kitchen");
     let first = say(&mut c, s, "Mel: the sourdough starter smells of apples").await;
@@ -224,8 +224,8 @@ async fn recalled_together_strengthens_an_edge_and_disuse_fades_it() {
     // Twice a tenth of the way to 1 (0.595), less what faded since (fast, here).
     assert!(used.weight > 0.55 && used.weight <= 0.595, "{used:?}");
 
-    // Not a wait for something to settle: fading needs time to pass (about three half-lives).
-    tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+    // Fading needs time to pass: about three half-lives, on the daemon's clock.
+    daemon.advance_clock(8.0).await;
     let run = daemon.consolidate_now();
     assert!(run.count(Phase::Edges, "faded") >= 1, "{run:?}");
     let faded = sequence_edge(&mut c, &first).await;

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use mnemo_protocol::daemon::{
-    Encrypt, EncryptResult, Hello, HelloParams, HelloResult, ProcessMemory, Shutdown,
-    ShutdownResult, Status, StatusResult,
+    AdvanceClock, AdvanceClockParams, AdvanceClockResult, Encrypt, EncryptResult, Hello,
+    HelloParams, HelloResult, ProcessMemory, Shutdown, ShutdownResult, Status, StatusResult,
 };
 use mnemo_protocol::graph::EdgeType;
 use mnemo_protocol::memory::MAX_CONTENT_BYTES;
@@ -36,6 +36,7 @@ pub fn router() -> Router {
     let mut r = Router::default();
     r.register::<Status, _, _>(status)
         .register::<Shutdown, _, _>(shutdown)
+        .register::<AdvanceClock, _, _>(advance_clock)
         .register::<Encrypt, _, _>(encrypt)
         .register::<Add, _, _>(add)
         .register::<AddBatch, _, _>(add_batch)
@@ -171,6 +172,30 @@ async fn shutdown(engine: Arc<State>, _: NoParams) -> Result<ShutdownResult, Rpc
         engine.shutdown.request();
     });
     Ok(ShutdownResult { stopping: true })
+}
+
+/// The most a test may move the clock in one call: a year.
+const MOST_CLOCK_MOVE_SECS: f64 = 365.0 * 86_400.0;
+
+async fn advance_clock(
+    _: Arc<State>,
+    p: AdvanceClockParams,
+) -> Result<AdvanceClockResult, RpcError> {
+    if !(0.0..=MOST_CLOCK_MOVE_SECS).contains(&p.seconds) {
+        return Err(RpcError::invalid_params(format!(
+            "seconds must be between 0 and {MOST_CLOCK_MOVE_SECS} (a year), not {}",
+            p.seconds
+        )));
+    }
+    if !mnemo_protocol::time::advance_clock((p.seconds * 1e6) as i64) {
+        return Err(RpcError::invalid_request(
+            "this mnemod's clock cannot be moved: daemon.advance_clock is for tests, and is \
+             answered only by a mnemod started with --test-clock",
+        ));
+    }
+    Ok(AdvanceClockResult {
+        now: mnemo_protocol::time::format_micros(now_micros()),
+    })
 }
 
 async fn add(engine: Arc<State>, p: AddParams) -> Result<Memory, RpcError> {

@@ -23,7 +23,7 @@ use lancedb::table::{CompactionOptions, IndexRemapMode, OptimizeAction, Optimize
 use lancedb::Table;
 use roaring::RoaringTreemap;
 
-use super::{InTurn, StoreError};
+use super::error::{InTurn, StoreError};
 
 /// What a fold leaves to later: the rows of a full-text segment, and the new rows the ANN
 /// index leaves to be scanned flat (`store.advanced.text_index_segment_rows`,

@@ -15,7 +15,7 @@ use mnemo_protocol::entity::EntityType;
 use mnemo_protocol::graph::{EdgeType, NodeKind};
 use mnemo_protocol::memory::MemoryKind;
 
-use super::StoreError;
+use super::error::StoreError;
 
 pub trait Column: Sized + Default {
     /// `dim` is the vector width; other types ignore it.

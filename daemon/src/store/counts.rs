@@ -9,10 +9,10 @@ use mnemo_protocol::daemon::MemoryCounts;
 use mnemo_protocol::memory::MemoryKind;
 
 use super::column::Column;
+use super::error::StoreError;
 use super::filter::current;
 use super::schema::{from_batch, MemoryRecord};
 use super::sql::{col, matching, Pred};
-use super::StoreError;
 
 #[derive(Default)]
 pub struct Counts(Mutex<MemoryCounts>);

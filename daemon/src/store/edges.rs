@@ -11,9 +11,10 @@ use mnemo_protocol::graph::{Edge, EdgeType, Node, NodeKind};
 use mnemo_protocol::time::format_micros;
 
 use super::column::table_rows;
+use super::error::StoreError;
 use super::sql::{col, matching, Pred};
 use super::tables::open_or_create;
-use super::{StoreError, WriteOp};
+use super::WriteOp;
 
 pub const EDGES: &str = "edges";
 /// Most ends one lookup names (larger sets are looked up in chunks).

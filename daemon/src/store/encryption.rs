@@ -10,10 +10,11 @@ use std::sync::atomic::Ordering;
 use lancedb::Table;
 use mnemo_protocol::daemon::{EncryptionMode, EncryptionStatus, KeyLocation};
 
+use super::error::StoreError;
 use super::filter::plain_rows;
 use super::keystore::KeySettings;
 use super::seal::{key_check, Sealing};
-use super::{read_meta, write_meta, Store, StoreError, WriteOp};
+use super::{read_meta, write_meta, Store, WriteOp};
 
 const KEY_CHECK: &str = "security.key_check";
 const MODE: &str = "security.mode";

@@ -16,8 +16,9 @@ use std::sync::{Mutex, RwLock};
 use mnemo_protocol::graph::{EdgeType, NodeKind};
 
 use super::edges::EdgeRecord;
+use super::error::StoreError;
 use super::sql::col;
-use super::{Store, StoreError};
+use super::Store;
 
 /// An edge walked from one end: the other end, and whether this end is its source.
 #[derive(Debug, Clone, Copy)]

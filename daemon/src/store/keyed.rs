@@ -8,9 +8,10 @@ use lancedb::arrow::arrow_array::RecordBatch;
 use lancedb::arrow::arrow_schema::SchemaRef;
 use lancedb::{Connection, Table};
 
+use super::error::StoreError;
 use super::sql::{col, matching, Pred};
 use super::tables::open_or_create;
-use super::{StoreError, WriteOp};
+use super::WriteOp;
 
 /// A row type declared with `table_rows!`.
 pub trait Rows: Sized {

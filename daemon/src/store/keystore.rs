@@ -13,8 +13,8 @@ use chacha20poly1305::aead::{KeyInit, OsRng};
 use chacha20poly1305::XChaCha20Poly1305;
 use mnemo_protocol::daemon::KeyLocation;
 
+use super::error::StoreError;
 use super::schema::hex;
-use super::StoreError;
 use crate::config::KeyStoreKind;
 
 /// The keyring service every mnemo key is filed under; the account names the store.

@@ -16,7 +16,8 @@ use lancedb::Table;
 
 use mnemo_protocol::daemon::IndexStatus;
 
-use super::{InTurn, Store, StoreError, WriteOp};
+use super::error::{InTurn, StoreError};
+use super::{Store, WriteOp};
 use crate::events::{Event, EventBus};
 use crate::shutdown::Shutdown;
 

@@ -6,11 +6,12 @@ use lancedb::arrow::arrow_array::RecordBatch;
 use lancedb::query::ColumnOrdering;
 use lancedb::query::{QueryBase, Select};
 
+use super::error::StoreError;
 use super::filter::current;
 use super::schema::{columns_without_vector, float_column, from_batch, MemoryRecord};
 use super::seal::Sealing;
 use super::sql::{col, each_batch, read, Filtered, Pred};
-use super::{Store, StoreError};
+use super::Store;
 
 /// A row a retriever returned, with its raw score (`_distance` or `_score`). The record holds
 /// [`RANKING_COLUMNS`] only: a search reads the rest for the few rows it answers with

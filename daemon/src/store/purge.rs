@@ -18,8 +18,9 @@ use lancedb::table::{CompactionOptions, OptimizeAction};
 use lancedb::Table;
 
 use super::beside::{self, Fold, IndexRows, Merged};
+use super::error::StoreError;
 use super::maintenance::{old_versions, Rewriting};
-use super::{scrub, Store, StoreError};
+use super::{scrub, Store};
 
 impl Store {
     /// Removes forgotten content from old versions and index files now: the memories', the

@@ -19,7 +19,7 @@ use lance_core::utils::row_addr_remap::RowAddrRemap;
 use lancedb::table::CompactionOptions;
 use tokio::sync::oneshot;
 
-use super::{InTurn, StoreError};
+use super::error::{InTurn, StoreError};
 
 /// Commits `results`, a compaction of `dataset` with `options`, moving the indexes' rows
 /// beside the writer; returns once they are moved, with the rest of the commit to run in the

@@ -10,10 +10,10 @@ use lancedb::{Connection, Table};
 use mnemo_protocol::consolidate::RunRecord;
 use mnemo_protocol::time::parse_micros;
 
+use super::error::StoreError;
 use super::sql::{col, matching};
 use super::system::{json, json_rows};
 use super::tables::open_or_create;
-use super::StoreError;
 
 pub const RUNS: &str = "runs";
 pub const ACCESS_LOG: &str = "access_log";

@@ -11,7 +11,7 @@ use mnemo_protocol::time::{format_micros, parse_micros};
 use mnemo_protocol::understanding::{Emotion, EventTime, SalienceFactors};
 
 use super::column::Column;
-use super::StoreError;
+use super::error::StoreError;
 
 /// Bumped whenever the `memories` columns change; recorded in the `meta` table. A table of an
 /// older version gains the new (nullable) columns, all null, when opened.

@@ -20,7 +20,7 @@ use lancedb::Table;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use super::beside::{latest, show};
-use super::{InTurn, StoreError};
+use super::error::{InTurn, StoreError};
 
 /// The segments of `table`'s indexes that still cover a fragment gone from it, written
 /// again without that fragment's rows, and their commit (to run in the writer's turn); None

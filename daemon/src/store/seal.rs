@@ -19,9 +19,9 @@ use lance_tokenizer::TokenStream;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
 use mnemo_protocol::daemon::KeyLocation;
 
+use super::error::StoreError;
 use super::keystore::MasterKey;
 use super::schema::{hex, normalized_for_hash, MemoryRecord};
-use super::StoreError;
 
 const NONCE_BYTES: usize = 24;
 /// Hex digits of a term hash: 64 bits, no collision in any vocabulary a person has.

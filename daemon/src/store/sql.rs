@@ -306,7 +306,7 @@ pub(super) async fn matching(
     table: &lancedb::Table,
     predicate: &Pred,
     columns: Option<&[&str]>,
-) -> Result<Vec<lancedb::arrow::arrow_array::RecordBatch>, super::StoreError> {
+) -> Result<Vec<lancedb::arrow::arrow_array::RecordBatch>, super::error::StoreError> {
     let mut query = table.query().filtered(predicate);
     if let Some(columns) = columns {
         query = query.select(lancedb::query::Select::columns(columns));
@@ -319,7 +319,7 @@ pub(super) async fn matching(
 /// read that began before sees the current version the next time.
 pub(super) async fn read(
     query: &impl lancedb::query::ExecutableQuery,
-) -> Result<Vec<lancedb::arrow::arrow_array::RecordBatch>, super::StoreError> {
+) -> Result<Vec<lancedb::arrow::arrow_array::RecordBatch>, super::error::StoreError> {
     use futures::TryStreamExt;
     let mut tries = 0;
     loop {
@@ -338,8 +338,10 @@ pub(super) async fn read(
 /// the pass is left to its next run.
 pub(super) async fn each_batch(
     query: &impl lancedb::query::ExecutableQuery,
-    mut each: impl FnMut(lancedb::arrow::arrow_array::RecordBatch) -> Result<(), super::StoreError>,
-) -> Result<(), super::StoreError> {
+    mut each: impl FnMut(
+        lancedb::arrow::arrow_array::RecordBatch,
+    ) -> Result<(), super::error::StoreError>,
+) -> Result<(), super::error::StoreError> {
     use futures::TryStreamExt;
     let mut tries = 0;
     loop {

@@ -12,9 +12,9 @@ use lancedb::{Connection, Table};
 use mnemo_protocol::system::{ProcessEntry, Snapshot, SystemProfile};
 use mnemo_protocol::time::parse_micros;
 
+use super::error::StoreError;
 use super::sql::{col, matching, Pred};
 use super::tables::open_or_create;
-use super::StoreError;
 
 pub const SNAPSHOTS: &str = "snapshots";
 pub const PROFILES: &str = "system_profile";

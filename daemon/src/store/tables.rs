@@ -6,7 +6,7 @@ use std::sync::Arc;
 use lancedb::arrow::arrow_schema::{Field, Schema, SchemaRef};
 use lancedb::{Connection, Table};
 
-use super::StoreError;
+use super::error::StoreError;
 
 pub(super) async fn open_or_create(
     db: &Connection,

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Store, StoreError};
+use super::error::StoreError;
+use super::Store;
 
 /// When a table's old versions are pruned ahead of their retention.
 #[derive(Debug, Clone, Copy)]

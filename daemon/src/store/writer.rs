@@ -1,8 +1,12 @@
-//! The single writer: every change to the database queues here — rows, index builds,
-//! compaction, version pruning, meta values — so no two commits can race. Consecutive appends
-//! of the same sort are committed together (one LanceDB version and fragment per batch, not
-//! per request), and each caller is answered only once its batch is committed. The writer also
-//! keeps the memory counts current, since it sees every change.
+//! The single writer. The rule: every commit to the database goes through this one task —
+//! rows, patches, deletes, index builds, meta values — in the order it arrives, so no two
+//! commits race. Work that takes seconds at scale (a fold, a compaction, an ANN training)
+//! is built beside the writer from a snapshot, then committed in the writer's turn by
+//! rebasing onto what was written meanwhile (`WriterHandle::in_turn`); such builds take the
+//! one rewrite lock (`Store::rewrites`), so two never rebase over each other. Consecutive
+//! appends of the same sort are committed together (one LanceDB version and fragment per
+//! batch, not per request), and each caller is answered only once its batch is committed.
+//! The writer also keeps the memory counts current, since it sees every change.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -21,6 +25,7 @@ use tokio::time::Instant;
 use super::beside::{self, Fold};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
+use super::error::{InTurn, StoreError};
 use super::filter::{current, plain_rows, unfolded_accesses};
 use super::group::{self, Reach};
 use super::held::staling_held;
@@ -28,7 +33,6 @@ use super::nearest::HeldPatch;
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
 use super::sql::{col, Expr, Filtered, Pred};
-use super::{InTurn, StoreError};
 
 pub enum WriteOp {
     /// New rows, appended.
@@ -206,7 +210,7 @@ impl WriteFailure {
             Ok(_) => None,
             // A lost race or a stop says nothing about the disk.
             Err(StoreError::Conflict(_) | StoreError::Closed) => return,
-            Err(e) => Some(super::without_source_locations(&e.to_string())),
+            Err(e) => Some(super::error::without_source_locations(&e.to_string())),
         };
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = failure;
     }

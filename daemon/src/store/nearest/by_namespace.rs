@@ -17,9 +17,10 @@ use std::collections::HashMap;
 
 use lancedb::query::Select;
 
+use super::super::error::StoreError;
 use super::super::memories::{scored, Scored, TextColumns};
 use super::super::sql::{col, Pred};
-use super::super::{MemoryRecord, Store, StoreError};
+use super::super::{MemoryRecord, Store};
 use super::{taken_columns, Nearest};
 
 impl Nearest {

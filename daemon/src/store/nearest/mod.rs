@@ -34,11 +34,12 @@ use codes::Codes;
 use lance::table::format::Fragment;
 pub use patched::HeldPatch;
 
+use super::error::StoreError;
 use super::held::{known_when_held, with_held, Filled};
 use super::memories::{Near, Scored, RANKING_COLUMNS};
 use super::schema::answered_columns;
 use super::sql::{col, Pred};
-use super::{MemoryRecord, Store, StoreError};
+use super::{MemoryRecord, Store};
 
 /// Vectors one scan of the codes answers at once in [`Store::nearest_held_each`]: more
 /// share the scan's loop, but hold the thread longer between searches (at 1M signed rows

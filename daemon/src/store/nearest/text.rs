@@ -4,9 +4,10 @@
 
 use std::collections::HashMap;
 
+use super::super::error::StoreError;
 use super::super::memories::{Near, Scored, TextColumns};
 use super::super::sql::Pred;
-use super::super::{MemoryRecord, Store, StoreError};
+use super::super::{MemoryRecord, Store};
 use super::taken_columns;
 
 impl Store {
