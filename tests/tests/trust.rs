@@ -194,22 +194,7 @@ fn an_open_data_dir_is_narrowed_at_start_and_doctor_says_so() {
     let mut daemon = Daemon::start();
     let open = std::fs::Permissions::from_mode(0o755);
     std::fs::set_permissions(&daemon.data_dir, open.clone()).unwrap();
-    let doctor = Command::new(workspace_bin("mnemo"))
-        .args(["doctor", "--json", "--socket"])
-        .arg(&daemon.socket)
-        .env("MNEMO_DATA_DIR", &daemon.data_dir)
-        .env("MNEMO_EMBEDDER", "hashed")
-        .env("MNEMO_CONFIG", daemon.home.path().join("config.toml"))
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
-    let data_check = report
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "data dir")
-        .cloned()
-        .unwrap();
+    let (data_check, _) = daemon.doctor_check("data dir");
     assert_eq!(data_check["verdict"], "warn", "{data_check}");
     assert!(
         data_check["detail"]
@@ -218,6 +203,22 @@ fn an_open_data_dir_is_narrowed_at_start_and_doctor_says_so() {
             .contains("open to other users (mode 755)"),
         "{data_check}"
     );
+    // A file in a private data dir that others may read is named too.
+    std::fs::set_permissions(&daemon.data_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let leaked = daemon.data_dir.join("copied-by-hand.txt");
+    std::fs::write(&leaked, "x").unwrap();
+    std::fs::set_permissions(&leaked, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (data_check, _) = daemon.doctor_check("data dir");
+    assert_eq!(data_check["verdict"], "warn", "{data_check}");
+    assert!(
+        data_check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("copied-by-hand.txt"),
+        "{data_check}"
+    );
+    std::fs::remove_file(&leaked).unwrap();
+    std::fs::set_permissions(&daemon.data_dir, open).unwrap();
     daemon.stop();
     daemon.restart();
     let meta = std::fs::metadata(&daemon.data_dir).unwrap();

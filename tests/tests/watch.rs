@@ -223,6 +223,16 @@ async fn a_missing_folder_is_reported_not_fatal() {
     })
     .await;
     assert!(folder.error.unwrap().contains("not-yet"));
+    // `mnemo doctor` names it too.
+    let (watch, report) = daemon.doctor_check("watch");
+    assert_eq!(watch["verdict"], "fail", "{report}");
+    assert!(
+        watch["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not-yet"),
+        "{watch}"
+    );
     // mnemod serves on.
     c.call::<Add>(&AddParams {
         content: "still here".into(),

@@ -24,7 +24,7 @@ pub enum Verdict {
 
 #[derive(Debug, Serialize)]
 pub struct Check {
-    pub name: &'static str,
+    pub name: String,
     pub verdict: Verdict,
     pub detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -32,13 +32,13 @@ pub struct Check {
 }
 
 fn check(
-    name: &'static str,
+    name: impl Into<String>,
     verdict: Verdict,
     detail: impl Into<String>,
     fix: Option<&str>,
 ) -> Check {
     Check {
-        name,
+        name: name.into(),
         verdict,
         detail: detail.into(),
         fix: fix.map(str::to_string),
@@ -127,6 +127,33 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     }
 }
 
+/// Files and folders under `dir` that users other than its owner may read or enter.
+#[cfg(unix)]
+fn open_to_others(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut open = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            // Not followed: a link is no file of the data dir's.
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                folders.push(entry.path());
+            }
+            let socket = std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type());
+            if !meta.is_symlink() && !socket && meta.permissions().mode() & 0o077 != 0 {
+                open.push(entry.path());
+            }
+        }
+    }
+    open
+}
+
 fn data_dir(checks: &mut Vec<Check>, dir: &Path) {
     if !dir.exists() {
         checks.push(check(
@@ -170,6 +197,21 @@ fn data_dir(checks: &mut Vec<Check>, dir: &Path) {
                 ));
                 return;
             }
+        }
+        let open = open_to_others(dir);
+        if let Some(first) = open.first() {
+            checks.push(check(
+                "data dir",
+                Verdict::Warn,
+                format!(
+                    "{} file(s) under {} are open to other users, {} among them",
+                    open.len(),
+                    dir.display(),
+                    first.display()
+                ),
+                Some("chmod -R go-rwx the data dir (every file there should be 0600)"),
+            ));
+            return;
         }
     }
     let probe = dir.join(".doctor-write-test");
@@ -351,12 +393,37 @@ async fn daemon(checks: &mut Vec<Check>, socket: &Path) {
                 _ => Verdict::Warn,
             };
             let name = match c.name.as_str() {
-                "embedder" => "embedder",
-                "store" => "store",
                 "hardware" => "hardware/NVML",
-                _ => "server",
+                other => other,
             };
             checks.push(check(name, verdict, c.detail, None));
+        }
+        for w in status.watch {
+            let (verdict, detail, fix) = match (w.state.as_str(), w.error) {
+                ("failed", error) => (
+                    Verdict::Fail,
+                    format!(
+                        "{}: stopped ({})",
+                        w.path,
+                        error.as_deref().unwrap_or("no reason given")
+                    ),
+                    Some("mend what it names, then restart mnemod"),
+                ),
+                (state, _) if w.skipped > 0 => (
+                    Verdict::Info,
+                    format!(
+                        "{}: {state}, {} notes, {} left out (each named in mnemod's log)",
+                        w.path, w.files, w.skipped
+                    ),
+                    None,
+                ),
+                (state, _) => (
+                    Verdict::Ok,
+                    format!("{}: {state}, {} notes", w.path, w.files),
+                    None,
+                ),
+            };
+            checks.push(check("watch", verdict, detail, fix));
         }
     }
 }

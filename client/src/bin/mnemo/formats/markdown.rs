@@ -57,18 +57,33 @@ pub fn section(m: &Memory) -> String {
     text
 }
 
+/// Whether `line` opens one of [`section`]'s sections: `## <day> · <kind> · id <id>`. A
+/// memory's own `## ` lines are its text, not a new section.
+fn is_section_heading(line: &str) -> bool {
+    line.strip_prefix("## ").is_some_and(|heading| {
+        let parts: Vec<&str> = heading.split(" · ").collect();
+        parts.len() == 3 && parts[2].starts_with("id ")
+    })
+}
+
 /// The memories of an export file's body (after its front matter), each section one memory.
 pub fn memories(body: &str, namespace: Option<&str>, source: &str) -> Vec<AddParams> {
+    let mut sections: Vec<(&str, String)> = Vec::new();
+    for line in body.lines() {
+        if is_section_heading(line) {
+            sections.push((&line[3..], String::new()));
+        } else if let Some((_, text)) = sections.last_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
     let mut items = Vec::new();
-    for chunk in body.split("\n## ").map(|c| c.trim_start_matches("## ")) {
-        let Some((heading, rest)) = chunk.split_once('\n') else {
-            continue;
-        };
+    for (heading, rest) in &sections {
         let mut parts = heading.split(" · ");
         let (Some(day), Some(kind)) = (parts.next(), parts.next()) else {
             continue;
         };
-        let mut rest = rest;
+        let mut rest = rest.strip_prefix('\n').unwrap_or(rest);
         let mut tags = Vec::new();
         if let Some(line) = rest.strip_prefix("tags: ") {
             let (line, after) = line.split_once('\n').unwrap_or((line, ""));
@@ -96,17 +111,22 @@ pub fn memories(body: &str, namespace: Option<&str>, source: &str) -> Vec<AddPar
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_section_reads_back_as_the_memory_it_shows() {
-        let m: Memory = serde_json::from_value(serde_json::json!({
-            "id": "m1", "lineage": "m1", "namespace": "work/x", "content": "Line one\n\nLine two",
-            "kind": "semantic", "domain": null, "source": null, "session_id": null,
+    /// A memory of 1 May 2026 in `namespace`, as mnemod sends it.
+    fn memory(namespace: &str, content: &str, kind: &str, tags: &[&str]) -> Memory {
+        serde_json::from_value(serde_json::json!({
+            "id": "m1", "lineage": "m1", "namespace": namespace, "content": content,
+            "kind": kind, "domain": null, "source": null, "session_id": null,
             "salience": 6.0, "strength": 1.0, "created_at": "2026-11-23T10:00:00Z",
             "occurred_at": "2026-05-01T00:00:00Z", "valid_from": "2026-11-23T10:00:00Z",
-            "valid_to": null, "superseded_by": null, "tags": ["a", "b"], "metadata": {},
+            "valid_to": null, "superseded_by": null, "tags": tags, "metadata": {},
             "content_hash": "h"
         }))
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_section_reads_back_as_the_memory_it_shows() {
+        let m = memory("work/x", "Line one\n\nLine two", "semantic", &["a", "b"]);
         assert_eq!(file_of(&m), "work_x/2026-05.md");
         let body = format!("{}{}", section(&m), section(&m));
         let items = memories(&body, Some("work/x"), "file:x.md");
@@ -119,5 +139,14 @@ mod tests {
         assert_eq!(items[0].occurred_at.as_deref(), Some("2026-05-01"));
         assert_eq!(items[0].tags, vec!["a", "b"]);
         assert!(header(&m).contains(MARK));
+    }
+
+    #[test]
+    fn a_heading_inside_a_memory_stays_in_it() {
+        let m = memory("n", "Intro\n\n## Steps\nOne", "procedural", &[]);
+        let body = format!("{}{}", section(&m), section(&m));
+        let items = memories(&body, None, "file:x.md");
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].content, "Intro\n\n## Steps\nOne");
     }
 }

@@ -10,6 +10,8 @@ pub mod text;
 
 use std::io::{BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// What a file to import holds.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,12 +77,14 @@ pub fn skip_bom(reader: &mut impl std::io::BufRead) {
     }
 }
 
+/// The elements of a JSON array as they are read, or the error that ended the reading.
+pub type Elements = tokio::sync::mpsc::Receiver<Result<serde_json::Value, String>>;
+
 /// The elements of the JSON array in `path`, one at a time, read on a blocking thread: a file
 /// of any size is never held whole. An element that is not valid JSON ends the stream with
-/// its error (JSON cannot be resynchronised after it).
-pub fn array_elements(
-    path: &Path,
-) -> anyhow::Result<tokio::sync::mpsc::Receiver<Result<serde_json::Value, String>>> {
+/// its error (JSON cannot be resynchronised after it). Also answers how many bytes of the
+/// file have been read so far, for progress.
+pub fn array_elements(path: &Path) -> anyhow::Result<(Elements, Arc<AtomicU64>)> {
     use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 
     struct Each(tokio::sync::mpsc::Sender<Result<serde_json::Value, String>>);
@@ -106,14 +110,33 @@ pub fn array_elements(
     }
 
     let file = std::fs::File::open(path)?;
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = Counted {
+        inner: file,
+        read: read.clone(),
+    };
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     std::thread::spawn(move || {
-        let mut buffered = BufReader::new(file);
+        let mut buffered = BufReader::new(counted);
         skip_bom(&mut buffered);
         let mut reader = serde_json::Deserializer::from_reader(buffered);
         if let Err(e) = Each(tx.clone()).deserialize(&mut reader) {
             let _ = tx.blocking_send(Err(e.to_string()));
         }
     });
-    Ok(rx)
+    Ok((rx, read))
+}
+
+/// A reader that counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }

@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use mnemo_client::{Client, ClientError};
@@ -23,6 +24,9 @@ use crate::progress::ProgressReport;
 /// Items sent per call: large enough to embed in batches, small enough that a refused batch
 /// is cheap to send again one by one.
 const IMPORT_BATCH: usize = 200;
+/// Bytes of items sent per call, at most (one item may be more): well inside the frame a
+/// request may fill, so a backup of large memories goes in as it came out.
+const IMPORT_BATCH_BYTES: usize = mnemo_protocol::DEFAULT_MAX_FRAME_BYTES / 4;
 
 #[derive(Debug, Default, Serialize)]
 struct ImportSummary {
@@ -40,7 +44,7 @@ struct Rejected {
 }
 
 /// What an [`Importer`] sends: its method, and how a reply and a refusal read.
-trait Item: Clone {
+trait Item: Clone + Serialize {
     type Method: Method;
     /// What the input calls these, for "the N … before it were imported".
     const NOUN: &'static str;
@@ -81,6 +85,8 @@ struct Importer<'a, T: Item> {
     client: &'a mut Client,
     strict: bool,
     pending: Vec<(String, T)>,
+    /// The size of `pending`, as JSON.
+    pending_bytes: usize,
     summary: ImportSummary,
 }
 
@@ -90,14 +96,16 @@ impl<'a, T: Item> Importer<'a, T> {
             client,
             strict,
             pending: Vec::with_capacity(IMPORT_BATCH),
+            pending_bytes: 0,
             summary: ImportSummary::default(),
         }
     }
 
     /// Queues an item; answers whether a batch went out with it (for progress).
     async fn push(&mut self, at: String, item: T) -> anyhow::Result<bool> {
+        self.pending_bytes += serde_json::to_vec(&item).map_or(0, |v| v.len());
         self.pending.push((at, item));
-        if self.pending.len() < IMPORT_BATCH {
+        if self.pending.len() < IMPORT_BATCH && self.pending_bytes < IMPORT_BATCH_BYTES {
             return Ok(false);
         }
         self.flush().await?;
@@ -130,6 +138,7 @@ impl<'a, T: Item> Importer<'a, T> {
 
     async fn flush(&mut self) -> anyhow::Result<()> {
         let batch = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
         if batch.is_empty() {
             return Ok(());
         }
@@ -161,6 +170,38 @@ impl<'a, T: Item> Importer<'a, T> {
         }
         self.summary.rejected.push(Rejected { at, error });
         Ok(())
+    }
+
+    /// A line as read: its text, or `None` when it is not UTF-8 (rejected, as any bad line
+    /// is). A read that fails sends what was read before it, then stops the import.
+    async fn line(
+        &mut self,
+        at: &str,
+        read: std::io::Result<Vec<u8>>,
+    ) -> anyhow::Result<Option<String>> {
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                self.flush().await?;
+                return Err(e).with_context(|| format!("reading {at}"));
+            }
+        };
+        match String::from_utf8(bytes) {
+            Ok(mut line) => {
+                if line.ends_with('\r') {
+                    line.pop();
+                }
+                Ok(Some(line))
+            }
+            Err(e) => {
+                let error = format!(
+                    "not UTF-8 text (a bad byte at column {}); save the file as UTF-8",
+                    e.utf8_error().valid_up_to() + 1
+                );
+                self.reject(at.to_string(), error).await?;
+                Ok(None)
+            }
+        }
     }
 
     async fn finish(mut self) -> anyhow::Result<ImportSummary> {
@@ -219,6 +260,14 @@ pub async fn import(mut args: ImportArgs, socket: &Path, out: &Output) -> anyhow
     Ok(())
 }
 
+/// Progress through an input of `size` bytes; none when its size is unknown (stdin).
+fn sized_progress(size: u64, out: &Output) -> ProgressReport {
+    match size {
+        0 => ProgressReport::off(),
+        _ => ProgressReport::new(out.json),
+    }
+}
+
 /// mnemo's own JSONL, streamed line by line into `memory.import`.
 async fn import_mnemo(
     client: &mut Client,
@@ -235,15 +284,14 @@ async fn import_mnemo(
     };
     let mut reader = reader;
     formats::skip_bom(&mut reader);
-    let mut progress = match size {
-        0 => ProgressReport::off(),
-        _ => ProgressReport::new(out.json),
-    };
+    let mut progress = sized_progress(size, out);
     let mut importer = Importer::<Record>::new(client, args.strict);
     let mut read = 0u64;
-    for (n, line) in reader.lines().enumerate() {
+    for (n, line) in reader.split(b'\n').enumerate() {
         let at = format!("line {}", n + 1);
-        let line = line.with_context(|| format!("reading {at}"))?;
+        let Some(line) = importer.line(&at, line).await? else {
+            continue;
+        };
         read += line.len() as u64 + 1;
         if line.trim().is_empty() {
             continue;
@@ -290,9 +338,11 @@ async fn import_foreign(
         Format::McpMemory => {
             let file = std::fs::File::open(path)
                 .with_context(|| format!("cannot open {}", path.display()))?;
-            for (n, line) in BufReader::new(file).lines().enumerate() {
+            for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
                 let at = format!("line {}", n + 1);
-                let line = line.with_context(|| format!("reading {at}"))?;
+                let Some(line) = importer.line(&at, line).await? else {
+                    continue;
+                };
                 if line.trim().is_empty() {
                     continue;
                 }
@@ -308,10 +358,13 @@ async fn import_foreign(
             }
         }
         Format::Locomo | Format::Chatgpt | Format::Claude => {
-            let mut elements = formats::array_elements(path)
+            let (mut elements, read) = formats::array_elements(path)
                 .with_context(|| format!("cannot open {}", path.display()))?;
+            let size = std::fs::metadata(path).map_or(0, |m| m.len());
+            let mut progress = sized_progress(size, out);
             let mut n = 0;
             while let Some(element) = elements.recv().await {
+                progress.show("importing", read.load(Ordering::Relaxed).min(size), size);
                 n += 1;
                 let at = format!("element {n}");
                 let element = match element {
@@ -337,6 +390,7 @@ async fn import_foreign(
                     Err(error) => importer.reject(at, error).await?,
                 }
             }
+            progress.finish();
         }
         Format::Text => {
             let notes = if path.is_dir() {
