@@ -185,6 +185,12 @@ fn every_binary_prints_its_man_page() {
         assert!(out.status.success());
         let page = String::from_utf8_lossy(&out.stdout);
         assert!(page.contains(&format!(".TH {bin} 1")), "{bin}: {page}");
+        // NAME says what the program is, as `-h` does; not what its crate holds.
+        let help = Command::new(workspace_bin(bin)).arg("-h").output().unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        let first = help.lines().next().unwrap_or_default();
+        assert!(first.starts_with(&format!("{bin}: ")), "{bin} -h: {first}");
+        assert!(!first.contains("protocol types"), "{bin} -h: {first}");
     }
 }
 
