@@ -189,34 +189,26 @@ async fn the_database_is_readable_by_its_user_alone() {
     assert!(open.is_empty(), "open to others: {open:#?}");
 }
 
+/// `mnemo doctor` warns about the data dir, naming `what`.
+fn doctor_warns_of(daemon: &Daemon, what: &str) {
+    let (data_check, _) = daemon.doctor_check("data dir");
+    assert_eq!(data_check["verdict"], "warn", "{data_check}");
+    let detail = data_check["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains(what), "{data_check}");
+}
+
 #[test]
 fn an_open_data_dir_is_narrowed_at_start_and_doctor_says_so() {
     let mut daemon = Daemon::start();
     let open = std::fs::Permissions::from_mode(0o755);
     std::fs::set_permissions(&daemon.data_dir, open.clone()).unwrap();
-    let (data_check, _) = daemon.doctor_check("data dir");
-    assert_eq!(data_check["verdict"], "warn", "{data_check}");
-    assert!(
-        data_check["detail"]
-            .as_str()
-            .unwrap()
-            .contains("open to other users (mode 755)"),
-        "{data_check}"
-    );
+    doctor_warns_of(&daemon, "open to other users (mode 755)");
     // A file in a private data dir that others may read is named too.
     std::fs::set_permissions(&daemon.data_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     let leaked = daemon.data_dir.join("copied-by-hand.txt");
     std::fs::write(&leaked, "x").unwrap();
     std::fs::set_permissions(&leaked, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let (data_check, _) = daemon.doctor_check("data dir");
-    assert_eq!(data_check["verdict"], "warn", "{data_check}");
-    assert!(
-        data_check["detail"]
-            .as_str()
-            .unwrap()
-            .contains("copied-by-hand.txt"),
-        "{data_check}"
-    );
+    doctor_warns_of(&daemon, "copied-by-hand.txt");
     std::fs::remove_file(&leaked).unwrap();
     std::fs::set_permissions(&daemon.data_dir, open).unwrap();
     daemon.stop();

@@ -237,7 +237,7 @@ fn covers(value: &str, clause: &str) -> bool {
     let content = |t: &str| -> Vec<String> {
         t.split_whitespace()
             .map(people::words::plain)
-            .filter(|w| w.chars().count() >= 3 && !people::words::is_empty_word(w))
+            .filter(|w| people::words::is_content_word(w))
             .collect()
     };
     let said = content(clause);

@@ -6,8 +6,8 @@
 
 use super::who::{Person, Subjected};
 use super::words::{
-    is_adverb_between, is_conversation_verb, is_empty_word, is_plain_present, lower_first, plain,
-    third_person,
+    is_adverb_between, is_content_word, is_conversation_verb, is_empty_word, is_plain_present,
+    lower_first, plain, third_person,
 };
 
 /// Verbs whose order to the listener is advice or encouragement ("Keep going", "Stay
@@ -189,7 +189,7 @@ fn tells(rest: &[String]) -> bool {
 fn content(words: &[String]) -> usize {
     words
         .iter()
-        .filter(|w| !is_you(w) && w.chars().count() >= 3 && !is_empty_word(w))
+        .filter(|w| !is_you(w) && is_content_word(w))
         .count()
 }
 

@@ -239,6 +239,11 @@ pub fn is_empty_word(word: &str) -> bool {
     EMPTY.contains(word) || word.chars().all(|c| !c.is_alphabetic())
 }
 
+/// A word (plain, lower case) that carries content: three letters or more, not empty.
+pub fn is_content_word(word: &str) -> bool {
+    word.chars().count() >= 3 && !is_empty_word(word)
+}
+
 /// Verbs after "I" that are the conversation itself, not news of the speaker ("I agree",
 /// "I mean", "I hope you …").
 static CONVERSATION_VERBS: WordSet = LazyLock::new(|| {

@@ -4,7 +4,9 @@
 //! clause worth keeping gets a weight, so a long turn keeps its most telling clauses.
 
 use super::who::{Person, Subjected};
-use super::words::{is_conversation_verb, is_empty_word, is_name_like, is_past_verb, plain};
+use super::words::{
+    is_content_word, is_conversation_verb, is_empty_word, is_name_like, is_past_verb, plain,
+};
 
 /// Words that put a clause in the listener's hands: it is about them, or the talk.
 const LISTENER: &[&str] = &[
@@ -101,10 +103,7 @@ pub fn weight(s: &Subjected, dated: bool) -> f32 {
     if (is_conversation_verb(verb) && !with_clause) || turn_of_phrase(rest) {
         return 0.0;
     }
-    let content = rest
-        .iter()
-        .filter(|w| w.chars().count() >= 3 && !is_empty_word(w))
-        .count();
+    let content = rest.iter().filter(|w| is_content_word(w)).count();
     let named = words[skip.min(words.len())..]
         .iter()
         .skip(1)
@@ -159,7 +158,7 @@ pub fn points_back(value: &str) -> bool {
     let content = (0..lower.len())
         .filter(|&i| {
             let w = &lower[i];
-            w.chars().count() >= 3 && !is_empty_word(w) && !is_pointer(&lower, i)
+            is_content_word(w) && !is_pointer(&lower, i)
         })
         .count();
     pointers > 0 && content <= 2
