@@ -18,17 +18,19 @@ use crate::embed::{self, EmbedService, ReembedProgress};
 use crate::events;
 use crate::graph::{EntityBook, Gazetteer, Graph};
 use crate::hardware::{Monitor, Sampler};
+use crate::held::Held;
 use crate::ingest::Ingest;
 use crate::knowledge::Knowledge;
 use crate::living::Living;
 use crate::lock::DataDirLock;
+use crate::maintenance::Maintenance;
 use crate::readiness;
 use crate::recall::Recall;
 use crate::server::{self, ActivationFd, Limits, State};
 use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 use crate::status::Health;
-use crate::store::{self, KeySettings, Store};
+use crate::store::{KeySettings, Store};
 use crate::usermodel::UserModel;
 use crate::watch::Watch;
 use mnemo_protocol::daemon::EncryptionMode;
@@ -70,6 +72,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     )
     .await
     .with_context(|| format!("opening the database in {}", config.db_dir().display()))?;
+    let held = Held::over(store.clone());
     let embed = EmbedService::start(
         embedder,
         config.embedder.batch_size,
@@ -109,9 +112,9 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         .await
         .context("reading the stored memories")?,
     );
-    let graph = Arc::new(Graph::new(store.clone()));
+    let graph = Arc::new(Graph::new(held.clone()));
     let recall = Arc::new(Recall::new(
-        store.clone(),
+        held.clone(),
         embed.clone(),
         access.clone(),
         knowledge,
@@ -164,6 +167,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         consolidation.activity.watch(),
         shutdown.clone(),
     );
+    let maintenance = Maintenance::new(held.clone(), events.clone());
     let state = Arc::new(State {
         limits: Limits {
             max_frame_bytes: config.max_frame_bytes,
@@ -182,6 +186,8 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         context,
         living: living.clone(),
         store: store.clone(),
+        held: held.clone(),
+        maintenance: maintenance.clone(),
         embed: embed.clone(),
         hardware: monitor.clone(),
         consolidation: consolidation.clone(),
@@ -227,11 +233,9 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
         let monitor = monitor.clone();
         move || monitor.snapshot().and_then(|s| s.ram_available_bytes)
     };
-    let maintenance = tokio::spawn(store::maintenance::run(
-        store.clone(),
+    let maintenance = tokio::spawn(maintenance.run(
         Duration::from_secs(config.consolidate.version_retention_hours * 3600),
         available_memory,
-        events.clone(),
         shutdown.clone(),
     ));
     tokio::spawn(usermodel.clone().keep_embedded(shutdown.clone()));
@@ -255,6 +259,7 @@ pub async fn run(config: Config, options: RunOptions) -> anyhow::Result<()> {
     let consolidation = tokio::spawn(crate::consolidate::run(Arc::new(Consolidator {
         state: consolidation,
         store: store.clone(),
+        held: held.clone(),
         embed: embed.clone(),
         events,
         hardware: monitor,

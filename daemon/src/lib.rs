@@ -1,6 +1,6 @@
 //! mnemod's engine. Modules follow ARCHITECTURE.md §2. Data flows one way: `server` ->
 //! `ingest` / `recall` -> (`understand`, `embed`, `access`) -> `store`; the background
-//! components (`hardware`, `consolidate`, `watch`, index maintenance in `store`,
+//! components (`hardware`, `consolidate`, `watch`, `maintenance`,
 //! re-embedding in `embed`) depend on `store`, `embed` and the event bus, never on the server or each other.
 //! `daemon` builds them all and gives each only the handles it uses.
 
@@ -16,6 +16,7 @@ mod error;
 mod events;
 mod graph;
 mod hardware;
+mod held;
 mod httpjson;
 mod ingest;
 mod knowledge;
@@ -23,6 +24,7 @@ mod linalg;
 mod living;
 mod llm;
 mod lock;
+mod maintenance;
 mod paging;
 mod process;
 mod readiness;

@@ -25,8 +25,8 @@ use mnemo_protocol::time::now_micros;
 
 use super::bump;
 use super::pace::{Pace, Stop};
+use crate::held::id::HeldId;
 use crate::store::filter::current;
-use crate::store::held_id::HeldId;
 use crate::store::schema::MemoryRecord;
 use crate::store::{Store, StoreError, WriteOp};
 

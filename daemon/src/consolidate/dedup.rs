@@ -29,9 +29,10 @@ use mnemo_protocol::time::now_micros;
 
 use super::pace::{Pace, Stop, SAVE_EVERY};
 use super::{bump, done_through, save_cursor, time_blocks, BY_CONSOLIDATION};
+use crate::held::id::HeldId;
+use crate::held::Held;
 use crate::store::edges::EdgeRecord;
 use crate::store::filter::current;
-use crate::store::held_id::HeldId;
 use crate::store::{col, MemoryRecord, Near, Pred, Store, StoreError, WriteOp};
 
 const WATERMARK: &str = "consolidate.dedup_through";
@@ -182,7 +183,7 @@ pub fn neighbours_of(
 /// with their row ids and cosine; those under `within` may be left out. From the codes
 /// held, a few rows at a time; else as a search finds them, a row at a time.
 async fn nearest_each(
-    store: &Store,
+    held: &Held,
     rows: &[MemoryRecord],
     limit: usize,
     within: f32,
@@ -200,13 +201,13 @@ async fn nearest_each(
         .zip(rows)
         .map(|(v, row)| (v.as_slice(), row.namespace.as_str()))
         .collect();
-    let found = match store.nearest_held_each(&asked, limit, within).await? {
+    let found = match held.nearest_held_each(&asked, limit, within).await? {
         Some(found) => found,
         None => {
             let mut found = Vec::with_capacity(asked.len());
             for &(vector, namespace) in &asked {
                 let predicate = current().and(col("namespace").eq(namespace));
-                let near = store
+                let near = held
                     .nearest_current(vector, Some(namespace), &predicate, limit)
                     .await?;
                 found.push(near);
@@ -296,15 +297,16 @@ async fn compare(
     ids: &[String],
     thresholds: Thresholds,
 ) -> Result<(), Stop> {
-    let store = &pace.ctx().store.clone();
+    let held = &pace.ctx().held.clone();
+    let store = held.store();
     let limit = thresholds.per_row + EXTRA_NEIGHBOURS;
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     // Both reads take their rows at the row ids the codes hold, not through the id index.
     let mut columns = [FACTS.as_slice(), &ORIGINAL_COLUMNS, &["vector"]].concat();
-    let mut block = pace.guard(store.current_by_id(&ids, &columns)).await??;
+    let mut block = pace.guard(held.current_by_id(&ids, &columns)).await??;
     block.retain(is_original);
     let near_ids = pace
-        .guard(nearest_each(store, &block, limit, thresholds.similar))
+        .guard(nearest_each(held, &block, limit, thresholds.similar))
         .await??;
     let mut named: Vec<Near> = near_ids.iter().flatten().map(|n| n.0.clone()).collect();
     named.sort_by(|a, b| a.id.cmp(&b.id));
@@ -543,7 +545,8 @@ mod tests {
     #[tokio::test]
     async fn rows_taken_are_kept_as_the_filter_keeps_them() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let plain = |id: &str| MemoryRecord {
             action: None,
             ..record(id, id, 4)
@@ -567,7 +570,7 @@ mod tests {
         let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
-        store.refresh_nearest().await.unwrap();
+        held.refresh_nearest().await.unwrap();
         let sorted = |rows: Vec<MemoryRecord>| {
             let mut ids: Vec<String> = rows.into_iter().map(|r| r.id).collect();
             ids.sort();
@@ -575,7 +578,7 @@ mod tests {
         };
         let filtered = sorted(store.columns_of(&originals(), &["id"]).await.unwrap());
         assert_eq!(filtered, ["chat", "plain"]);
-        let mut taken = store.current_by_id(&ids, &ORIGINAL_COLUMNS).await.unwrap();
+        let mut taken = held.current_by_id(&ids, &ORIGINAL_COLUMNS).await.unwrap();
         assert_eq!(taken.len(), 5);
         taken.retain(is_original);
         assert_eq!(sorted(taken), filtered);

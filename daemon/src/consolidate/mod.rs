@@ -82,6 +82,8 @@ struct Shared {
 pub struct Consolidator {
     pub state: Arc<Consolidation>,
     pub store: Arc<Store>,
+    /// What searches hold in memory: dedup finds neighbours through it.
+    pub held: Arc<crate::held::Held>,
     pub embed: EmbedService,
     pub events: EventBus,
     pub hardware: Arc<Monitor>,

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use mnemo_protocol::graph::{EdgeType, Node};
 
+use crate::held::{Held, Steps};
 use crate::store::edges::{EdgeFilter, EdgeRecord};
-use crate::store::{Steps, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Most nodes a path search gathers before it gives up (a name every memory mentions
 /// connects everything within two steps).
@@ -19,6 +20,7 @@ const SPREAD_FAN_OUT: usize = 8;
 
 pub struct Graph {
     store: Arc<Store>,
+    held: Arc<Held>,
 }
 
 /// The nodes a walk reached, each with its depth, the start first.
@@ -40,8 +42,11 @@ pub struct Spread {
 }
 
 impl Graph {
-    pub fn new(store: Arc<Store>) -> Self {
-        Self { store }
+    pub fn new(held: Arc<Held>) -> Self {
+        Self {
+            store: held.store().clone(),
+            held,
+        }
     }
 
     /// Breadth first from `starts` over edges `filter` allows, `depth` steps, at most
@@ -142,7 +147,7 @@ impl Graph {
             depth: hops,
             limit,
         };
-        if let Some(edges) = self.store.held_edges_near(&lineages, &steps) {
+        if let Some(edges) = self.held.edges_near(&lineages, &steps) {
             return Ok(spread(seeds, &edges, hops, decay));
         }
         tracing::debug!("spread: the edges are not held in memory; walking them in Lance");

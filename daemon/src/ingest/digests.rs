@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::store::held_id::HeldId;
+use crate::held::id::HeldId;
 
 /// Changes held beside the run before they are folded in: at least this many, so a small
 /// store does not sort its run on every add.

@@ -17,9 +17,9 @@ use tokio::sync::Notify;
 
 use super::digests::Digests;
 use super::Known;
+use crate::held::id::HeldId;
 use crate::store::col;
 use crate::store::filter::current;
-use crate::store::held_id::HeldId;
 use crate::store::{MemoryRecord, Store, StoreError};
 
 type Key = (String, String, Option<String>, Option<i64>);

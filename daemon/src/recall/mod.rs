@@ -23,6 +23,7 @@ use crate::config::SearchConfig;
 use crate::embed::EmbedService;
 use crate::error::{Error, Result};
 use crate::graph::{entity_match, subject_match, EntityBook, Gazetteer, Graph};
+use crate::held::Held;
 use crate::knowledge::Knowledge;
 use crate::store::filter::predicate;
 use crate::store::{Pred, Store};
@@ -36,6 +37,8 @@ pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 /// and the recorder every answered memory is reported to.
 pub struct Recall {
     store: Arc<Store>,
+    /// What is held in memory of the current memories: each leg asks it first.
+    held: Arc<Held>,
     embed: EmbedService,
     access: AccessRecorder,
     /// The entities a query names, and how rare each is.
@@ -58,7 +61,7 @@ const RECENT_QUERIES: usize = 32;
 
 impl Recall {
     pub fn new(
-        store: Arc<Store>,
+        held: Arc<Held>,
         embed: EmbedService,
         access: AccessRecorder,
         knowledge: Knowledge,
@@ -71,7 +74,8 @@ impl Recall {
             usermodel,
         } = knowledge;
         Self {
-            store,
+            store: held.store().clone(),
+            held,
             embed,
             access,
             names,
@@ -128,7 +132,7 @@ impl Recall {
         }
         let predicate = predicate(&p.filter).map_err(|e| Error::invalid(e.to_string()))?;
         let pool = candidate_pool(k, self.config.candidate_factor);
-        let store = &self.store;
+        let (store, held) = (&self.store, &self.held);
         // The values held in memory answer for current memories by namespace; other
         // filters and the past go through Lance.
         let plain_filter = Filter {
@@ -163,8 +167,7 @@ impl Recall {
             let vector = self.query_vector(legs_query).await?;
             let embedded = started.elapsed();
             let hits = if plain_filter && !p.exact {
-                store
-                    .nearest_current(&vector, namespace, &predicate, pool)
+                held.nearest_current(&vector, namespace, &predicate, pool)
                     .await?
             } else {
                 store
@@ -185,7 +188,7 @@ impl Recall {
             }
             let words = asked::without_question_words(legs_query);
             let words = words.as_deref().unwrap_or(legs_query);
-            let hits = store
+            let hits = held
                 .text_search(words, &predicate, pool, held_namespace)
                 .await?;
             tracing::debug!("search: text leg done at {:.1} ms", ms(started.elapsed()));
@@ -248,7 +251,7 @@ impl Recall {
                     spread
                 },
                 async {
-                    let rows = store.complete(&first).await;
+                    let rows = held.complete(&first).await;
                     tracing::debug!("search: best rows read at {:.1} ms", ms(started.elapsed()));
                     rows
                 }
@@ -273,7 +276,7 @@ impl Recall {
             .filter(|(id, _)| !rows.contains_key(id))
             .collect();
         if !unread.is_empty() {
-            rows.extend(store.complete(&unread).await?);
+            rows.extend(held.complete(&unread).await?);
         }
         tracing::debug!("search: rows read at {:.1} ms", ms(started.elapsed()));
         let hits = ranked
@@ -381,7 +384,7 @@ impl Recall {
         if !spread.is_empty() {
             let lineages: Vec<String> = spread.keys().cloned().collect();
             let reached = self
-                .store
+                .held
                 .current_of_lineages(&lineages, held_namespace, predicate)
                 .await?;
             for row in reached {

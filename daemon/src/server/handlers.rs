@@ -100,9 +100,9 @@ fn hello(p: HelloParams, methods: &[String]) -> Result<HelloResult, RpcError> {
 }
 
 async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcError> {
-    let (held_bytes, lance_cache_bytes) = engine.store.memory_parts().await;
+    let lance_cache_bytes = engine.store.lance_cache_bytes().await;
     let memory = crate::process::own_memory().map(|m| ProcessMemory {
-        held_bytes,
+        held_bytes: engine.held.bytes(),
         lance_cache_bytes: Some(lance_cache_bytes),
         ..m
     });
@@ -122,7 +122,7 @@ async fn status(engine: Arc<State>, _: NoParams) -> Result<StatusResult, RpcErro
         active_sessions: engine.sessions.active(),
         last_context: engine.context.last(),
         watch: engine.watch.status(),
-        indexes: engine.store.last_index_state(),
+        indexes: engine.maintenance.last_index_state(),
         build: crate::BUILD_PROFILE.into(),
         memory,
     })

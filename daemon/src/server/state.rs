@@ -45,6 +45,10 @@ pub struct State {
     pub context: Arc<ContextBuilder>,
     pub living: Arc<Living>,
     pub store: Arc<Store>,
+    /// What searches hold in memory, for status.
+    pub held: Arc<crate::held::Held>,
+    /// Index maintenance, for status.
+    pub maintenance: Arc<crate::maintenance::Maintenance>,
     pub embed: EmbedService,
     pub hardware: Arc<Monitor>,
     pub consolidation: Arc<Consolidation>,

@@ -277,7 +277,7 @@ pub(super) async fn build_fold(
 /// compaction rewrites about this many rows at most (about half a second here) however large
 /// the table, while a search's reads of scattered rows touch few fragments (at 100k rows,
 /// 60 fragments of 500 made reading 50 whole rows half again as slow as 2 fragments did).
-pub(super) const FRAGMENT_ROWS: usize = 32_768;
+pub(crate) const FRAGMENT_ROWS: usize = 32_768;
 
 /// Compaction that merges the fragments smaller than [`FRAGMENT_ROWS`].
 pub(super) fn small_fragments_merged() -> CompactionOptions {

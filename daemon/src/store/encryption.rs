@@ -154,7 +154,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::super::keystore::create_key_file;
-    use super::super::maintenance::tests::{assert_all_found, files_holding, files_under, memory};
+    use super::super::rewrite::tests::{assert_all_found, files_holding, files_under, memory};
     use super::super::writer::SEAL_CHUNK;
     use super::*;
     use crate::config::KeyStoreKind;

@@ -43,7 +43,7 @@ pub const RANKING_COLUMNS: &[&str] = &[
 /// column read for the hits decodes a block of values per hit: the ids alone took a third of
 /// the query (~1 ms at 100k memories).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum TextColumns {
+pub(crate) enum TextColumns {
     None,
     Id,
     Ranking,
@@ -83,7 +83,7 @@ impl Store {
     /// `columns` of the rows of `near` (that are still current, when `current_only`): taken
     /// at their row ids, and read by id where a row moved since (a compaction or an update
     /// in between).
-    pub(super) async fn take(
+    pub(crate) async fn take(
         &self,
         near: &[Near],
         columns: &[&str],
@@ -134,19 +134,6 @@ impl Store {
         Ok(found)
     }
 
-    /// `columns` of the current rows of `ids`: taken at the row ids the codes hold for them,
-    /// read by id where none is held or the row moved since. For passes that read many rows
-    /// by id (dedup): through the id index, its pages filled Lance's index cache to ~99 MB
-    /// at 1M memories.
-    pub async fn current_by_id(
-        &self,
-        ids: &[&str],
-        columns: &[&str],
-    ) -> Result<Vec<MemoryRecord>, StoreError> {
-        self.current_at(&self.nearest.row_ids_of(ids), columns)
-            .await
-    }
-
     /// `columns` of the rows of `near` that are still current, taken at their row ids (read
     /// by id where a row moved since).
     pub async fn current_at(
@@ -166,7 +153,7 @@ impl Store {
 
     /// The memories table's dataset as it is now: what a read of its fragments or row ids
     /// sees, whatever is committed meanwhile.
-    pub(super) async fn snapshot(&self) -> Result<std::sync::Arc<lance::Dataset>, StoreError> {
+    pub(crate) async fn snapshot(&self) -> Result<std::sync::Arc<lance::Dataset>, StoreError> {
         super::beside::snapshot(&self.memories).await
     }
 
@@ -174,7 +161,7 @@ impl Store {
     /// plan (a filter on `_rowid`), taking 10 whole rows at 100k memories took 4.6 ms rather
     /// than 3.4. None when no row id lies in a fragment that still exists (a compaction or a
     /// purge since): the caller reads those rows by id.
-    pub(super) async fn take_rows(
+    pub(crate) async fn take_rows(
         &self,
         row_ids: &[u64],
         columns: &[impl AsRef<str>],
@@ -365,7 +352,7 @@ impl Store {
 
     /// The `limit` rows `predicate` admits nearest `vector` by cosine distance, with
     /// `columns`: through the ANN index once it exists, or with `exact`, every vector.
-    pub(super) async fn nearest_rows(
+    pub(crate) async fn nearest_rows(
         &self,
         vector: &[f32],
         predicate: &Pred,
@@ -393,7 +380,7 @@ impl Store {
 
     /// BM25 over `content` (over its hashed terms in an encrypted store) through LanceDB's
     /// full-text index: each hit's score and row id, with `columns`.
-    pub(super) async fn full_text(
+    pub(crate) async fn full_text(
         &self,
         text: &str,
         predicate: &Pred,
@@ -421,7 +408,7 @@ impl Store {
     }
 }
 
-pub(super) fn scored(
+pub(crate) fn scored(
     sealing: &Sealing,
     batches: &[RecordBatch],
     column: Option<&str>,
@@ -446,7 +433,7 @@ pub(super) fn scored(
 }
 
 /// The `_rowid` column of a read that asked for it, by row.
-pub(super) fn row_id_column(batch: &RecordBatch) -> Vec<Option<u64>> {
+pub(crate) fn row_id_column(batch: &RecordBatch) -> Vec<Option<u64>> {
     use lancedb::arrow::arrow_array::{Array, UInt64Array};
     match batch
         .column_by_name("_rowid")
@@ -463,46 +450,7 @@ pub(super) fn row_id_column(batch: &RecordBatch) -> Vec<Option<u64>> {
 mod tests {
     use crate::store::filter::current;
     use crate::store::schema::tests::record;
-    use crate::store::{test_store, Near, WriteOp};
-
-    /// Rows asked for by id are taken at the row ids the codes hold; one whose row id now
-    /// holds another row, or no fragment, is read by id; a closed row is left out.
-    #[tokio::test]
-    async fn current_rows_are_taken_at_their_row_ids_or_read_by_id() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = test_store(dir.path()).await;
-        let mut closed = record("closed", "text", 4);
-        closed.valid_to = Some(1);
-        let rows = vec![record("a", "text", 4), record("b", "text", 4), closed];
-        store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
-        store.refresh_nearest().await.unwrap();
-        let held = store.nearest.row_ids_of(&["a", "b", "closed", "unknown"]);
-        let row_ids: Vec<bool> = held.iter().map(|n| n.row_id.is_some()).collect();
-        assert_eq!(row_ids, [true, true, false, false]);
-        let ids = |rows: Vec<crate::store::MemoryRecord>| {
-            let mut ids: Vec<String> = rows.into_iter().map(|r| r.id).collect();
-            ids.sort();
-            ids
-        };
-        let by_id = store
-            .current_by_id(&["b", "a", "closed", "unknown"], &["salience"])
-            .await
-            .unwrap();
-        assert_eq!(ids(by_id), ["a", "b"]);
-        // "a" asked at b's row id, "b" at a fragment that does not exist.
-        let astray = [
-            Near {
-                id: "a".into(),
-                row_id: held[1].row_id,
-            },
-            Near {
-                id: "b".into(),
-                row_id: Some(77 << 32),
-            },
-        ];
-        let found = store.current_at(&astray, &["salience"]).await.unwrap();
-        assert_eq!(ids(found), ["a", "b"]);
-    }
+    use crate::store::{test_store, WriteOp};
 
     /// A pass over many fragments, each answered in several batches, hands every row it
     /// matches once, with the columns asked for.

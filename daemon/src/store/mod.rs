@@ -2,8 +2,8 @@
 //! the [`writer`] task; reads go straight to LanceDB and run concurrently.
 
 pub mod beliefs;
-mod beside;
-mod column;
+pub(crate) mod beside;
+pub(crate) mod column;
 mod counts;
 pub mod edges;
 mod encryption;
@@ -11,19 +11,17 @@ pub mod entities;
 mod error;
 pub mod filter;
 mod group;
-mod held;
-mod held_edges;
-pub mod held_id;
-pub use held_edges::Steps;
+pub mod indexes;
 pub mod keyed;
 pub mod keystore;
-pub mod maintenance;
-mod memories;
-mod nearest;
+pub(crate) mod memories;
+pub mod observe;
+mod op;
 pub mod procedures;
 pub mod projects;
-mod purge;
+pub(crate) mod purge;
 mod remap;
+pub mod rewrite;
 pub mod runs;
 pub mod schema;
 mod scrub;
@@ -88,10 +86,8 @@ pub struct Store {
     dim: usize,
     /// The configured embedder's model: vectors of any other are stale.
     embed_model: String,
-    /// The current memories' vectors, held in memory for the vector leg of a search.
-    nearest: Arc<nearest::Nearest>,
-    /// The edges between memories, held for the spread a search walks.
-    held_edges: Arc<held_edges::HeldEdges>,
+    /// Told of each commit (the search index held in memory, `crate::held`).
+    observers: observe::Observers,
     config: StoreConfig,
     /// Set by the writer once the full-text index exists; it is never dropped while running.
     fts_ready: Arc<AtomicBool>,
@@ -105,8 +101,6 @@ pub struct Store {
     /// Held by whatever rewrites the memories' files (compaction, purge) and by an ANN index
     /// build, which a rewrite under way would void (or, for a purge, whose files it deletes).
     rewrites: tokio::sync::Mutex<()>,
-    /// What index maintenance saw last, for status.
-    last_index_state: std::sync::Mutex<Option<mnemo_protocol::daemon::IndexStatus>>,
     /// The memories' rows and unindexed rows at the last maintenance pass: the same at the
     /// next means writes have paused (`Fold::Settle`).
     rows_at_last_pass: std::sync::Mutex<Option<(usize, usize)>>,
@@ -201,15 +195,7 @@ impl Store {
         let ann_training = Arc::new(AtomicBool::new(false));
         let fold_due = Arc::new(tokio::sync::Notify::new());
         let seal_progress = Arc::new(seal::SealProgress::default());
-        let nearest = Arc::new(nearest::Nearest::new(
-            config.advanced.vectors_in_memory_max_rows,
-            config.advanced.vector_signs,
-            config.advanced.ranking_in_memory_max_rows,
-        ));
-        // A conversation links each memory to the next; similar and updated ones add a few.
-        let held_edges = Arc::new(held_edges::HeldEdges::new(
-            config.advanced.vectors_in_memory_max_rows.saturating_mul(4),
-        ));
+        let observers = observe::Observers::default();
         let (writer, task) = writer::start(
             writer::Memories {
                 table: memories.clone(),
@@ -221,9 +207,7 @@ impl Store {
                 ann_training: ann_training.clone(),
                 sealing: sealing.clone(),
                 seal_progress: seal_progress.clone(),
-                nearest: nearest.clone(),
-                held_edges: held_edges.clone(),
-                embed_model: embed_model.to_string(),
+                observers: observers.clone(),
                 fold_bounds: beside::FoldBounds::of(config),
             },
             writer::WriterSettings {
@@ -252,8 +236,7 @@ impl Store {
             writer_task: std::sync::Mutex::new(Some(task)),
             dim,
             embed_model: embed_model.to_string(),
-            nearest,
-            held_edges,
+            observers,
             config: config.clone(),
             fts_ready,
             ann_training,
@@ -261,7 +244,6 @@ impl Store {
             counts,
             purge: Default::default(),
             rewrites: Default::default(),
-            last_index_state: Default::default(),
             rows_at_last_pass: Default::default(),
             sealing,
             seal_progress,
@@ -290,6 +272,42 @@ impl Store {
         &self.writer
     }
 
+    /// The settings it was opened with.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// The memories' table, for reads.
+    pub(crate) fn memories_table(&self) -> &Table {
+        &self.memories
+    }
+
+    /// The memories' schema as stored.
+    pub(crate) fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Current memories, kept by the writer (no scan).
+    pub(crate) fn current_memories(&self) -> u64 {
+        self.counts.total()
+    }
+
+    /// Where the database is.
+    pub(crate) fn db_dir(&self) -> &Path {
+        &self.db_dir
+    }
+
+    /// Counts the current memories again, for a test that changed them behind the writer.
+    #[cfg(test)]
+    pub(crate) async fn recount(&self) -> Result<(), StoreError> {
+        self.counts.recount(&self.memories).await
+    }
+
+    /// Whether every current memory is of `namespace` (and there is at least one).
+    pub(crate) fn all_of(&self, namespace: &str) -> bool {
+        self.counts.all_of(namespace)
+    }
+
     pub fn dim(&self) -> usize {
         self.dim
     }
@@ -304,15 +322,22 @@ impl Store {
         self.counts.get()
     }
 
-    /// Of mnemod's allocated memory, the bytes the store holds for searches (None while it
-    /// holds no codes) and those LanceDB's caches hold.
-    pub async fn memory_parts(&self) -> (Option<u64>, u64) {
+    /// Of mnemod's allocated memory, the bytes LanceDB's caches hold.
+    pub async fn lance_cache_bytes(&self) -> u64 {
         let index = self.session.index_cache_stats().await.size_bytes;
         let metadata = self.session.metadata_cache_stats().await.size_bytes;
-        (
-            self.nearest.bytes().map(|b| b as u64),
-            (index + metadata) as u64,
-        )
+        (index + metadata) as u64
+    }
+
+    /// Registers what is told of each commit from now on (`observe.rs`); false when one is
+    /// registered already.
+    pub fn observe(&self, observer: std::sync::Weak<dyn observe::CommitObserver>) -> bool {
+        self.observers.register(observer)
+    }
+
+    /// What is told of each commit, while it lives.
+    pub(crate) fn observer(&self) -> Option<Arc<dyn observe::CommitObserver>> {
+        self.observers.get()
     }
 
     /// True once the full-text index exists (the writer builds it with the first rows).
@@ -323,6 +348,16 @@ impl Store {
     /// Asks index maintenance to purge deleted content from old versions and indexes soon.
     pub fn request_purge(&self) {
         self.purge.notify_one();
+    }
+
+    /// Resolves when a purge was asked for ([`Store::request_purge`]).
+    pub(crate) async fn purge_requested(&self) {
+        self.purge.notified().await
+    }
+
+    /// Resolves when the writer asks for the rows it appended to be folded into the indexes.
+    pub(crate) async fn fold_requested(&self) {
+        self.fold_due.notified().await
     }
 
     pub fn system(&self) -> &system::SystemTables {

@@ -19,7 +19,7 @@ use lancedb::Table;
 
 use super::beside::{self, Fold, IndexRows, Merged};
 use super::error::StoreError;
-use super::maintenance::{old_versions, Rewriting};
+use super::rewrite::{old_versions, Rewriting};
 use super::{scrub, Store};
 
 impl Store {
@@ -104,7 +104,7 @@ impl Step {
 }
 
 /// Compaction that rewrites every fragment holding deleted rows without them.
-pub(super) fn without_deleted() -> CompactionOptions {
+pub(crate) fn without_deleted() -> CompactionOptions {
     CompactionOptions {
         target_rows_per_fragment: beside::FRAGMENT_ROWS,
         materialize_deletions: true,
@@ -125,7 +125,7 @@ fn prune_every_old_version() -> OptimizeAction {
 
 #[cfg(test)]
 mod tests {
-    use super::super::maintenance::tests::{
+    use super::super::rewrite::tests::{
         assert_all_found, files_holding, memory, segmented_store, write_meanwhile,
     };
     use super::super::{col, MemoryRecord, Pred, WriteOp};

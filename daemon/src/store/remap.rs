@@ -120,9 +120,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::super::beside::{self, IndexRows, Merged};
-    use super::super::maintenance::tests::{
-        assert_all_found, files_under, memory, segmented_store,
-    };
+    use super::super::rewrite::tests::{assert_all_found, files_under, memory, segmented_store};
     use super::super::WriteOp;
 
     /// The segment directories of the memories' indexes on disk, committed or not.
@@ -149,13 +147,12 @@ mod tests {
         let (_, indexed) = beside::small_fragments(&store.memories).await.unwrap();
         assert!(indexed >= 2, "{indexed} small indexed fragments");
         let before = segment_dirs(dir.path());
-        let nearest = store.nearest.clone();
         let commit = beside::rewrite(
             &store.memories,
             beside::small_fragments_merged(),
             Merged::Any,
             IndexRows::Moved,
-            move |moves| nearest.moved(moves),
+            |_| {},
         )
         .await
         .unwrap()

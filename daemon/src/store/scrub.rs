@@ -121,7 +121,7 @@ mod tests {
     use std::collections::BTreeSet;
     use std::time::Duration;
 
-    use super::super::maintenance::tests::{assert_all_found, files_holding, segmented_store};
+    use super::super::rewrite::tests::{assert_all_found, files_holding, segmented_store};
     use super::super::{beside, col, Store, WriteOp};
 
     /// The full-text segments of `store`'s memories, by id.

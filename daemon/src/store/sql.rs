@@ -132,7 +132,7 @@ impl Expr {
         Expr::Cast(Box::new(self), to)
     }
 
-    pub(super) fn sql(&self) -> String {
+    pub(crate) fn sql(&self) -> String {
         match self {
             Expr::Col(c) => (*c).to_string(),
             Expr::Target(c) => format!("target.{c}"),
@@ -277,7 +277,7 @@ impl Pred {
         (*self != Pred::All).then(|| self.sql())
     }
 
-    pub(super) fn sql(&self) -> String {
+    pub(crate) fn sql(&self) -> String {
         let join = |parts: &[Pred], sep: &str| {
             let parts: Vec<String> = parts.iter().map(|p| format!("({})", p.sql())).collect();
             parts.join(sep)

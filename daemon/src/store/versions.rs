@@ -126,7 +126,7 @@ pub async fn disk_bytes_off_reactor(dir: &Path) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::maintenance::tests::{assert_all_found, memory};
+    use super::super::rewrite::tests::{assert_all_found, memory};
     use super::super::{test_store, Fold, MemoryRecord, WriteOp};
     use super::*;
 

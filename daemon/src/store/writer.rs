@@ -26,131 +26,13 @@ use super::beside::{self, Fold};
 use super::counts::Counts;
 use super::edges::{EdgeRecord, EDGES};
 use super::error::{InTurn, StoreError};
-use super::filter::{current, plain_rows, unfolded_accesses};
+use super::filter::{current, plain_rows};
 use super::group::{self, Reach};
-use super::held::staling_held;
-use super::nearest::HeldPatch;
+use super::observe::Observers;
+pub use super::op::WriteOp;
 use super::schema::{from_batch, to_batch, MemoryRecord};
 use super::seal::{SealProgress, Sealing};
-use super::sql::{col, Expr, Filtered, Pred};
-
-pub enum WriteOp {
-    /// New rows, appended.
-    Insert(Vec<MemoryRecord>),
-    /// Rows replaced by id or added (summaries rewritten after a crash).
-    Upsert(Vec<MemoryRecord>),
-    /// Closes `old` (already marked closed) and adds `new`, only if `old` is still current:
-    /// two updates of the same version cannot both win; the later gets `Conflict`.
-    Supersede {
-        old: Box<MemoryRecord>,
-        new: Box<MemoryRecord>,
-    },
-    /// Deletes the memories `predicate` matches; answers the number of rows deleted.
-    Delete(Pred),
-    /// Some columns of existing memories, keyed by `id` (a partial-schema merge: the other
-    /// columns, vectors included, are left as they are). Rows matching no id, or failing
-    /// `only_if` (over [`Expr::Target`] and [`Expr::Source`] columns), are left alone.
-    /// Answers rows updated.
-    Patch {
-        batch: RecordBatch,
-        only_if: Option<Pred>,
-    },
-    /// Folds new rows into the memories' indexes, between commits: the last try of a fold
-    /// whose commits writes kept voiding (`Store::fold_beside`).
-    FoldIndexes,
-    /// Builds the memories' full-text index (the writer also builds it after the first rows).
-    BuildTextIndex,
-    /// Builds the scalar indexes of the memories that are missing (fast: a column each).
-    BuildScalarIndexes,
-    /// Sets `columns` (name, expression over the old row) where `predicate` holds; answers
-    /// the number of rows updated. Bookkeeping only: content changes are versions.
-    Update {
-        predicate: Pred,
-        columns: Vec<(&'static str, Expr)>,
-    },
-    /// Rows for another table; consecutive appends to one table commit together.
-    Append { table: Table, batch: RecordBatch },
-    /// Rows replacing those with the same `on` key in another table, or added.
-    Merge {
-        table: Table,
-        on: &'static str,
-        batch: RecordBatch,
-    },
-    /// Deletes from another table.
-    DeleteWhere { table: Table, predicate: Pred },
-    /// Encrypts plain rows with the store's keys, a chunk at a time so other writes go
-    /// between; answers rows sealed. With `finish`, seals every plain row left, turns sealing
-    /// on (later writes are sealed) and moves the full-text index to the hashed terms.
-    Seal { finish: bool },
-}
-
-impl WriteOp {
-    /// What the op does, for the log.
-    fn name(&self) -> &'static str {
-        match self {
-            WriteOp::Insert(_) => "adding memories",
-            WriteOp::Upsert(_) => "replacing memories",
-            WriteOp::Supersede { .. } => "a new version",
-            WriteOp::Delete(_) => "deleting memories",
-            WriteOp::Patch { .. } => "patching memories",
-            WriteOp::FoldIndexes => "folding into indexes",
-            WriteOp::BuildTextIndex => "building the full-text index",
-            WriteOp::BuildScalarIndexes => "building scalar indexes",
-            WriteOp::Update { .. } => "updating memories",
-            WriteOp::Append { .. } => "appending",
-            WriteOp::Merge { .. } => "merging rows",
-            WriteOp::DeleteWhere { .. } => "deleting rows",
-            WriteOp::Seal { .. } => "sealing",
-        }
-    }
-
-    fn rows(&self) -> usize {
-        match self {
-            WriteOp::Insert(r) | WriteOp::Upsert(r) => r.len(),
-            WriteOp::Supersede { .. } => 2,
-            WriteOp::Append { batch, .. } | WriteOp::Merge { batch, .. } => batch.num_rows(),
-            WriteOp::Patch { batch, .. } => batch.num_rows(),
-            WriteOp::Delete(_)
-            | WriteOp::DeleteWhere { .. }
-            | WriteOp::Update { .. }
-            | WriteOp::FoldIndexes
-            | WriteOp::BuildTextIndex
-            | WriteOp::BuildScalarIndexes
-            | WriteOp::Seal { .. } => 1,
-        }
-    }
-    fn table_name(&self) -> Option<&str> {
-        match self {
-            WriteOp::Append { table, .. }
-            | WriteOp::Merge { table, .. }
-            | WriteOp::DeleteWhere { table, .. } => Some(table.name()),
-            _ => None,
-        }
-    }
-    /// Appends of one sort to one table commit together, and so do merges into one table
-    /// (the same key column: a table has one); anything else commits on its own, in order.
-    fn reach(&self) -> Reach<'_> {
-        match self {
-            WriteOp::Insert(_) => Reach::Joins {
-                table: super::MEMORIES,
-                sort: 0,
-            },
-            WriteOp::Upsert(_) => Reach::Joins {
-                table: super::MEMORIES,
-                sort: 1,
-            },
-            WriteOp::Append { table, .. } => Reach::Joins {
-                table: table.name(),
-                sort: 2,
-            },
-            WriteOp::Merge { table, .. } => Reach::Joins {
-                table: table.name(),
-                sort: 3,
-            },
-            _ => Reach::Barrier,
-        }
-    }
-}
+use super::sql::{col, Filtered, Pred};
 
 /// An `optimize` of any table (compaction, pruning), answered with LanceDB's stats.
 struct Optimize {
@@ -340,11 +222,8 @@ pub(super) struct Memories {
     /// Encryption at rest: rows are sealed as they are written, once it is on.
     pub sealing: Arc<Sealing>,
     pub seal_progress: Arc<SealProgress>,
-    /// New memories join the codes searches scan (`nearest`) as they commit.
-    pub nearest: Arc<super::nearest::Nearest>,
-    /// Edges between memories join those held for the search's spread as they commit.
-    pub held_edges: Arc<super::held_edges::HeldEdges>,
-    pub embed_model: String,
+    /// Told of each commit to the memories and their edges (the search index held in memory).
+    pub observers: Observers,
     /// What a fold leaves to later (`beside::FoldBounds`).
     pub fold_bounds: beside::FoldBounds,
 }
@@ -503,9 +382,9 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                 .collect();
             let appended_edges = (other.name() == EDGES).then(|| batches.clone());
             let result = append_batches(&other, batches).await;
-            if result.is_ok() {
+            if let (Ok(_), Some(observer)) = (&result, memories.observers.get()) {
                 for batch in appended_edges.iter().flatten() {
-                    memories.held_edges.written(&EdgeRecord::from_batch(batch));
+                    observer.edges_written(&EdgeRecord::from_batch(batch));
                 }
             }
             result
@@ -551,9 +430,9 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             let (table, on) = target.expect("a run of merges");
             let on_edges = table.name() == EDGES;
             let result = merge_batches(&table, on, &batches).await;
-            if result.is_ok() && on_edges {
+            if let (Ok(_), true, Some(observer)) = (&result, on_edges, memories.observers.get()) {
                 for batch in &batches {
-                    memories.held_edges.written(&EdgeRecord::from_batch(batch));
+                    observer.edges_written(&EdgeRecord::from_batch(batch));
                 }
             }
             if let Err(e) = &result {
@@ -568,8 +447,6 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
             // The others answer each caller on its own, so they commit one by one.
             for (op, ack) in ops.into_iter().zip(acks) {
                 let changes_counts = op.changes_counts();
-                let changes_vectors = changes_counts || op.patches("vector");
-                let changes_ranking = staling_held().any(|c| op.patches(c));
                 let on_edges = op.table_name() == Some(EDGES);
                 let merged_edges = match &op {
                     WriteOp::Merge { batch, .. } if on_edges => Some(batch.clone()),
@@ -588,25 +465,21 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                     }
                     None => None,
                 };
-                let reembeds = op.patches("vector");
-                // Rows closed by id leave the codes, and values a patch of current rows (or
-                // the access fold's) sets in held columns are set in them: the fragments
-                // either touched need not be read again.
-                let closes_only = closes.is_some() && !reembeds;
-                let held_patch = (!closes_only).then(|| op.held_patch()).flatten();
-                let takes_whole = closes_only || held_patch.is_some();
-                let before = match takes_whole {
+                let observer = memories.observers.get();
+                let after = match (&observer, op.alters_memories()) {
+                    (Some(observer), true) => observer.memories_altering(&op, closes.as_deref()),
+                    _ => None,
+                };
+                let before = match after.as_ref().is_some_and(|a| a.wants_versions) {
                     true => beside::snapshot(&memories.table).await.ok(),
                     false => None,
                 };
                 let result = commit_single(memories, op).await;
-                if deletes_edges {
-                    // Which were deleted is Lance's to say: searches walk it until the edges
-                    // are read again.
-                    memories.held_edges.invalidate();
+                if let (true, Some(observer)) = (deletes_edges, &observer) {
+                    observer.edges_deleted();
                 }
-                if let (Ok(_), Some(batch)) = (&result, merged_edges) {
-                    memories.held_edges.written(&EdgeRecord::from_batch(&batch));
+                if let (Ok(_), Some(batch), Some(observer)) = (&result, merged_edges, &observer) {
+                    observer.edges_written(&EdgeRecord::from_batch(&batch));
                 }
                 if result.is_ok() && changes_counts {
                     match &closing {
@@ -614,28 +487,15 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
                         None => recount(memories).await,
                     }
                 }
-                if result.is_ok() && changes_vectors {
-                    match &closes {
-                        // Rows closed by id leave the codes; the rest stay held.
-                        Some(ids) if !reembeds => memories.nearest.retired(ids),
-                        // Deleted or re-embedded rows, or closed by a condition: the held
-                        // codes would propose the wrong rows until read again, so the ANN
-                        // index serves meanwhile.
-                        _ => memories.nearest.invalidate(),
-                    }
-                }
-                if let (Ok(_), Some(patch)) = (&result, &held_patch) {
-                    memories.nearest.patched(patch);
-                }
-                if result.is_ok() && changes_ranking && !takes_whole {
-                    // Rows ranked from held values would rank at the old ones, and rows
-                    // answered without the sparse columns they held empty would miss them.
-                    memories.nearest.ranking_changed();
-                }
-                if let (Ok(_), Some(before)) = (&result, before) {
-                    if let Ok(after) = beside::snapshot(&memories.table).await {
-                        memories.nearest.take_as_read(&before, &after);
-                    }
+                if let (Ok(_), Some(after)) = (&result, after) {
+                    let versions = match before {
+                        Some(before) => beside::snapshot(&memories.table)
+                            .await
+                            .ok()
+                            .map(|after| (before, after)),
+                        None => None,
+                    };
+                    (after.then)(versions.as_ref().map(|(b, a)| (&**b, &**a)));
                 }
                 let _ = ack.send(result);
             }
@@ -651,84 +511,11 @@ async fn commit_run(memories: &Memories, run: Vec<(WriteOp, Ack)>) {
     }
 }
 
-impl WriteOp {
-    /// Whether the op can change which memories are current (and so the counts). Supersede
-    /// keeps its own count; bookkeeping updates of other columns change nothing.
-    fn changes_counts(&self) -> bool {
-        matches!(self, WriteOp::Delete(_)) || self.patches("valid_to")
-    }
-
-    /// The ids a patch closes, when closing them is all it does to the counts: it sets
-    /// `valid_to` of each, on the condition that the row is current.
-    fn closes(&self) -> Option<Vec<&str>> {
-        let WriteOp::Patch { batch, only_if } = self else {
-            return None;
-        };
-        if only_if.as_ref() != Some(&current().on_target()) {
-            return None;
-        }
-        let valid_to = batch.column_by_name("valid_to")?;
-        if valid_to.null_count() != 0 {
-            return None;
-        }
-        // Past that many ids, one scan of the counted columns is cheaper than the list.
-        if batch.num_rows() > 16_384 {
-            return None;
-        }
-        let ids = batch.column_by_name("id")?;
-        let ids = ids.as_any().downcast_ref::<StringArray>()?;
-        Some(ids.iter().flatten().collect())
-    }
-
-    /// What a patch of current rows, or the access fold's, sets in held columns, when the
-    /// codes can set all of it in place.
-    fn held_patch(&self) -> Option<HeldPatch> {
-        let WriteOp::Patch {
-            batch,
-            only_if: Some(only_if),
-        } = self
-        else {
-            return None;
-        };
-        if *only_if == current().on_target() {
-            HeldPatch::of(batch, |c| self.patches(c))
-        } else if *only_if == unfolded_accesses().on_target() {
-            HeldPatch::access_fold(batch)
-        } else {
-            None
-        }
-    }
-
-    /// Whether the op sets `column` of existing memories. A patch carries each column its
-    /// condition reads (Lance sees only the patch's columns): one it writes all null while
-    /// its condition reads it is carried for the condition (`current()` admits only rows
-    /// where it is null already), not set. Taken as set, every decay patch at 1M memories
-    /// counted the memories again and dropped the codes held for searches.
-    fn patches(&self, column: &str) -> bool {
-        match self {
-            WriteOp::Patch { batch, only_if } => {
-                batch.column_by_name(column).is_some_and(|values| {
-                    let for_condition = values.null_count() == values.len()
-                        && only_if
-                            .as_ref()
-                            .is_some_and(|p| p.target_columns().contains(&column));
-                    !for_condition
-                })
-            }
-            WriteOp::Update { columns, .. } => columns.iter().any(|(c, _)| *c == column),
-            _ => false,
-        }
-    }
-}
-
-/// Rows just committed join the codes held in memory, or leave them when closed (with their
-/// entities as stored, so they match what a read of the table returns).
+/// Tells the observer of memories just committed.
 fn hold(memories: &Memories, rows: &[MemoryRecord]) {
-    let stored = |e: &str| memories.sealing.entity_key(e);
-    let words = |text: &str| memories.sealing.words(text);
-    memories
-        .nearest
-        .written(rows, &memories.embed_model, &stored, &words);
+    if let Some(observer) = memories.observers.get() {
+        observer.memories_written(rows);
+    }
 }
 
 /// Counts the current memories again (after a delete or a bulk close, which say only how

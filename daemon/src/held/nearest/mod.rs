@@ -34,12 +34,12 @@ use codes::Codes;
 use lance::table::format::Fragment;
 pub use patched::HeldPatch;
 
-use super::error::StoreError;
-use super::held::{known_when_held, with_held, Filled};
-use super::memories::{Near, Scored, RANKING_COLUMNS};
-use super::schema::answered_columns;
-use super::sql::{col, Pred};
-use super::{MemoryRecord, Store};
+use crate::held::ranking::{known_when_held, with_held, Filled};
+use crate::held::Held;
+use crate::store::memories::{Near, Scored, RANKING_COLUMNS};
+use crate::store::schema::answered_columns;
+use crate::store::sql::{col, Pred};
+use crate::store::{MemoryRecord, StoreError};
 
 /// Vectors one scan of the codes answers at once in [`Store::nearest_held_each`]: more
 /// share the scan's loop, but hold the thread longer between searches (at 1M signed rows
@@ -87,7 +87,7 @@ enum Meanwhile {
     /// The fragments a commit the codes took whole changed, each before and after it.
     Taken(Vec<(Fragment, Fragment)>),
     /// The rows a compaction moved (`moved.rs`).
-    Moved(Vec<super::beside::Moved>),
+    Moved(Vec<crate::store::beside::Moved>),
 }
 
 /// What the codes propose for a search.
@@ -423,7 +423,7 @@ fn near_of(candidates: &[(String, Option<u64>)]) -> Vec<Near> {
         .collect()
 }
 
-impl Store {
+impl Held {
     /// The vector leg from what is held in memory: the `limit` current memories of the
     /// configured model nearest `vector` (of `namespace`, or all), as [`Store::vector_search`]
     /// answers them. Found by a scan of the codes where the vectors are held, and ranked
@@ -481,7 +481,7 @@ impl Store {
             Proposed::Ranked(found) => return Ok(found),
             Proposed::Rows(near) => near,
         };
-        let mut found = self.take(&near, &taken_columns(true), true).await?;
+        let mut found = self.store.take(&near, &taken_columns(true), true).await?;
         found.retain(|s| namespace.is_none_or(|n| s.record.namespace == n));
         for s in &mut found {
             s.raw = 1.0 - crate::linalg::cosine(vector, &s.record.vector);
@@ -504,7 +504,11 @@ impl Store {
     ) -> Result<Vec<Scored>, StoreError> {
         match self.nearest_held(vector, namespace, limit).await? {
             Some(found) => Ok(found),
-            None => self.vector_search(vector, predicate, limit, false).await,
+            None => {
+                self.store
+                    .vector_search(vector, predicate, limit, false)
+                    .await
+            }
         }
     }
 
@@ -541,7 +545,7 @@ impl Store {
                 None => whole.push(n),
             }
         }
-        let answered = answered_columns(&self.schema);
+        let answered = answered_columns(self.store.schema());
         let mut rows: HashMap<String, MemoryRecord> = HashMap::new();
         if !at_held.is_empty() {
             let unknown: Vec<&str> = answered
@@ -560,7 +564,7 @@ impl Store {
             } else {
                 // The id tells the row taken at a row id (see `Store::take`).
                 let columns: Vec<&str> = std::iter::once("id").chain(unknown).collect();
-                for taken in self.take(&at_held, &columns, false).await? {
+                for taken in self.store.take(&at_held, &columns, false).await? {
                     if let Some(values) = values.remove(&taken.record.id) {
                         let row = with_held(taken.record, values, filled);
                         rows.insert(row.id.clone(), row);
@@ -570,10 +574,24 @@ impl Store {
         }
         if !whole.is_empty() {
             let columns: Vec<&str> = answered.iter().map(String::as_str).collect();
-            let taken = self.take(&whole, &columns, false).await?;
+            let taken = self.store.take(&whole, &columns, false).await?;
             rows.extend(taken.into_iter().map(|s| (s.record.id.clone(), s.record)));
         }
         Ok(rows)
+    }
+
+    /// `columns` of the current rows of `ids`: taken at the row ids the codes hold for them,
+    /// read by id where none is held or the row moved since. For passes that read many rows
+    /// by id (dedup): through the id index, its pages filled Lance's index cache to ~99 MB
+    /// at 1M memories.
+    pub async fn current_by_id(
+        &self,
+        ids: &[&str],
+        columns: &[&str],
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        self.store
+            .current_at(&self.nearest.row_ids_of(ids), columns)
+            .await
     }
 
     /// The ranking columns of the current versions of `lineages` that `predicate` admits
@@ -589,7 +607,7 @@ impl Store {
         let held = plain.and_then(|ns| Some((ns, self.nearest.held_lineages(lineages)?)));
         let Some((namespace, held)) = held else {
             let of_lineages = predicate.clone().and(col("lineage").one_of(lineages));
-            return self.ranking_rows(&of_lineages).await;
+            return self.store.ranking_rows(&of_lineages).await;
         };
         let mut found = Vec::with_capacity(lineages.len());
         let mut unheld = Vec::new();
@@ -602,7 +620,7 @@ impl Store {
         }
         if !unheld.is_empty() {
             let of_lineages = predicate.clone().and(col("lineage").one_of(&unheld));
-            found.extend(self.ranking_rows(&of_lineages).await?);
+            found.extend(self.store.ranking_rows(&of_lineages).await?);
         }
         Ok(found)
     }
@@ -611,6 +629,91 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::filter::current;
+    use crate::store::rewrite::tests::{insert_each, memory};
+    use crate::store::schema::tests::record;
+    use crate::store::{Store, WriteOp};
+
+    /// Retrievers read only the ranking columns and row ids; the results' whole rows are
+    /// taken at those row ids, or read by id once a compaction has moved them.
+    #[tokio::test]
+    async fn rows_found_before_a_compaction_are_completed_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
+        let rows: Vec<MemoryRecord> = (0..crate::store::indexes::SMALL_MEMORY_FRAGMENTS)
+            .map(memory)
+            .collect();
+        insert_each(store, &rows).await;
+        let token = rows[3].content.split(' ').next_back().unwrap().to_string();
+        let hits = held
+            .text_search(&token, &current(), 10, Some(None))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].record.content.is_empty(), "ranking columns only");
+        let wanted = vec![(hits[0].record.id.clone(), hits[0].row_id)];
+        assert!(wanted[0].1.is_some());
+        let taken = held.complete(&wanted).await.unwrap();
+        assert_eq!(taken[&rows[3].id].content, rows[3].content);
+
+        let done = store.maintain_indexes(1).await.unwrap();
+        assert!(done.contains(&"compacted small fragments"), "{done:?}");
+        let moved = held.complete(&wanted).await.unwrap();
+        assert_eq!(moved.len(), 1);
+        assert_eq!(moved[&rows[3].id].content, rows[3].content);
+        assert_eq!(moved[&rows[3].id].namespace, rows[3].namespace);
+
+        // Row ids out of order, all in fragments the compaction removed (one row each, so
+        // fragments 5 and 3 held rows 5 and 3): Lance's take panicked on these.
+        let wanted = vec![
+            (rows[5].id.clone(), Some(5 << 32)),
+            (rows[3].id.clone(), Some(3 << 32)),
+        ];
+        let moved = held.complete(&wanted).await.unwrap();
+        assert_eq!(moved.len(), 2, "{:?}", moved.keys());
+        assert_eq!(moved[&rows[5].id].content, rows[5].content);
+    }
+
+    /// Rows asked for by id are taken at the row ids the codes hold; one whose row id now
+    /// holds another row, or no fragment, is read by id; a closed row is left out.
+    #[tokio::test]
+    async fn current_rows_are_taken_at_their_row_ids_or_read_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
+        let mut closed = record("closed", "text", 4);
+        closed.valid_to = Some(1);
+        let rows = vec![record("a", "text", 4), record("b", "text", 4), closed];
+        store.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        held.refresh_nearest().await.unwrap();
+        let at = held.nearest.row_ids_of(&["a", "b", "closed", "unknown"]);
+        let row_ids: Vec<bool> = at.iter().map(|n| n.row_id.is_some()).collect();
+        assert_eq!(row_ids, [true, true, false, false]);
+        let ids = |rows: Vec<MemoryRecord>| {
+            let mut ids: Vec<String> = rows.into_iter().map(|r| r.id).collect();
+            ids.sort();
+            ids
+        };
+        let by_id = held
+            .current_by_id(&["b", "a", "closed", "unknown"], &["salience"])
+            .await
+            .unwrap();
+        assert_eq!(ids(by_id), ["a", "b"]);
+        // "a" asked at b's row id, "b" at a fragment that does not exist.
+        let astray = [
+            Near {
+                id: "a".into(),
+                row_id: at[1].row_id,
+            },
+            Near {
+                id: "b".into(),
+                row_id: Some(77 << 32),
+            },
+        ];
+        let found = store.current_at(&astray, &["salience"]).await.unwrap();
+        assert_eq!(ids(found), ["a", "b"]);
+    }
 
     fn unit(i: usize) -> Vec<f32> {
         let mut v = vec![0.1; 4];
@@ -639,11 +742,11 @@ mod tests {
 
     /// The `limit` nearest `unit(i)` held, by id and row id, as `complete` wants them.
     pub(super) async fn nearest_wanted(
-        store: &Store,
+        held: &Held,
         i: usize,
         limit: usize,
     ) -> Vec<(String, Option<u64>)> {
-        let found = store.nearest_held(&unit(i), None, limit).await.unwrap();
+        let found = held.nearest_held(&unit(i), None, limit).await.unwrap();
         found
             .unwrap()
             .iter()
@@ -651,8 +754,8 @@ mod tests {
             .collect()
     }
 
-    async fn nearest_ids(store: &Store, i: usize, namespace: Option<&str>) -> Vec<String> {
-        let found = store.nearest_held(&unit(i), namespace, 10).await.unwrap();
+    async fn nearest_ids(held: &Held, i: usize, namespace: Option<&str>) -> Vec<String> {
+        let found = held.nearest_held(&unit(i), namespace, 10).await.unwrap();
         found.unwrap().into_iter().map(|s| s.record.id).collect()
     }
 
@@ -663,7 +766,8 @@ mod tests {
         use crate::store::{col, WriteOp};
         use lancedb::arrow::arrow_array::{ArrayRef, Float32Array, Int64Array, StringArray};
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let mut rows = vec![row("a", 0), row("b", 1), row("c", 2)];
         rows[1].lineage = "lineage-of-b".into();
         rows[1].namespace = "other".into();
@@ -698,11 +802,11 @@ mod tests {
         rows[2].valid_from = rows[2].created_at + 5;
         let writer = store.writer();
         writer.submit(WriteOp::Insert(rows.clone())).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        let wanted = nearest_wanted(&store, 0, 3).await;
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        let wanted = nearest_wanted(&held, 0, 3).await;
         assert!(wanted.iter().all(|(_, row_id)| row_id.is_some()));
         let near = near_of(&wanted);
-        let answered = answered_columns(&store.schema);
+        let answered = answered_columns(store.schema());
         let answered: Vec<&str> = answered.iter().map(String::as_str).collect();
         let whole = |taken: Vec<Scored>| -> HashMap<String, MemoryRecord> {
             taken
@@ -714,10 +818,10 @@ mod tests {
         assert_eq!(stored.len(), 3);
         assert_eq!(stored["b"].lineage, "lineage-of-b");
         assert_eq!(stored["a"].tags, ["trip"]);
-        assert_eq!(store.complete(&wanted).await.unwrap(), stored);
+        assert_eq!(held.complete(&wanted).await.unwrap(), stored);
         let b_alone: Vec<(String, Option<u64>)> =
             wanted.iter().filter(|(id, _)| id == "b").cloned().collect();
-        assert_eq!(store.complete(&b_alone).await.unwrap()["b"], stored["b"]);
+        assert_eq!(held.complete(&b_alone).await.unwrap()["b"], stored["b"]);
 
         // A patch of b's `column` (as the access fold or the LLM's reading writes).
         let patch_b = |column: &'static str, value: ArrayRef| {
@@ -729,13 +833,13 @@ mod tests {
         // Of a sparse column: the rows that held it empty are read whole.
         let session = std::sync::Arc::new(StringArray::from(vec![Some("s9")]));
         patch_b("session_id", session).await.unwrap();
-        let completed = store.complete(&b_alone).await.unwrap();
+        let completed = held.complete(&b_alone).await.unwrap();
         assert_eq!(completed["b"].session_id.as_deref(), Some("s9"));
         // Of a column held with the vectors, the codes read again first.
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
         let valence = std::sync::Arc::new(Float32Array::from(vec![Some(0.5)]));
         patch_b("emotion_valence", valence).await.unwrap();
-        let b_now: Vec<(String, Option<u64>)> = store
+        let b_now: Vec<(String, Option<u64>)> = held
             .nearest_held(&unit(1), None, 3)
             .await
             .unwrap()
@@ -744,18 +848,18 @@ mod tests {
             .filter(|s| s.record.id == "b")
             .map(|s| (s.record.id, s.row_id))
             .collect();
-        let completed = store.complete(&b_now).await.unwrap();
+        let completed = held.complete(&b_now).await.unwrap();
         assert_eq!(completed["b"].emotion_valence, Some(0.5));
         // Of an answered column held, likewise.
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
         let accesses = std::sync::Arc::new(Int64Array::from(vec![9]));
         patch_b("access_count", accesses).await.unwrap();
-        let completed = store.complete(&b_now).await.unwrap();
+        let completed = held.complete(&b_now).await.unwrap();
         assert_eq!(completed["b"].access_count, 9);
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
         let accessed = std::sync::Arc::new(Int64Array::from(vec![Some(77)]));
         patch_b("last_accessed_at", accessed).await.unwrap();
-        let completed = store.complete(&b_now).await.unwrap();
+        let completed = held.complete(&b_now).await.unwrap();
         assert_eq!(completed["b"].last_accessed_at, Some(77));
 
         // Held values gone stale (a bulk change of strength): every column is taken.
@@ -764,7 +868,7 @@ mod tests {
             columns: vec![("strength", crate::store::Expr::Float(0.25))],
         };
         writer.submit(decay).await.unwrap();
-        let completed = store.complete(&wanted).await.unwrap();
+        let completed = held.complete(&wanted).await.unwrap();
         assert_eq!(completed["c"].strength, 0.25);
         assert_eq!(completed["a"], stored["a"]);
     }
@@ -780,6 +884,7 @@ mod tests {
         let store = Store::open(&db, 4, "test", &Default::default(), &key)
             .await
             .unwrap();
+        let held = Held::over(store.clone());
         let mut rows = vec![row("a", 0), row("b", 1)];
         rows[1].content = "a walnut tree".into();
         for r in &mut rows {
@@ -791,19 +896,24 @@ mod tests {
             .submit(WriteOp::Insert(rows.clone()))
             .await
             .unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(2));
-        let holds_answers = |store: &Store| {
-            let codes = store.nearest.codes.read().unwrap();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(2));
+        let holds_answers = |held: &Held| {
+            let codes = held.nearest.codes.read().unwrap();
             codes.as_ref().unwrap().holds_answers()
         };
-        assert!(!holds_answers(&store));
-        let wanted = nearest_wanted(&store, 1, 2).await;
-        let completed = store.complete(&wanted).await.unwrap();
+        assert!(!holds_answers(&held));
+        let wanted = nearest_wanted(&held, 1, 2).await;
+        let completed = held.complete(&wanted).await.unwrap();
         assert_eq!(completed["b"].content, "a walnut tree");
         assert_eq!(completed["b"].content_hash, rows[1].content_hash);
         // A plain store holds them.
-        let plain = crate::store::test_store(&dir.path().join("plain")).await;
-        plain.writer().submit(WriteOp::Insert(rows)).await.unwrap();
+        let plain = crate::held::tests::held_store(&dir.path().join("plain")).await;
+        plain
+            .store()
+            .writer()
+            .submit(WriteOp::Insert(rows))
+            .await
+            .unwrap();
         assert_eq!(plain.refresh_nearest().await.unwrap(), Some(2));
         assert!(holds_answers(&plain));
     }
@@ -813,9 +923,10 @@ mod tests {
         use crate::store::{col, WriteOp};
         use lancedb::arrow::arrow_array::{ArrayRef, Int64Array, StringArray};
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         // Until the codes are read, the ANN index answers.
-        assert!(store
+        assert!(held
             .nearest_held(&unit(0), None, 5)
             .await
             .unwrap()
@@ -823,8 +934,8 @@ mod tests {
         let first = vec![row("a", 0), row("b", 1), row("c", 2)];
         let writer = store.writer();
         writer.submit(WriteOp::Insert(first.clone())).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        let found = store
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        let found = held
             .nearest_held(&unit(0), Some("default"), 2)
             .await
             .unwrap()
@@ -848,30 +959,26 @@ mod tests {
             columns: vec![("strength", crate::store::Expr::Float(0.5))],
         };
         writer.submit(decay).await.unwrap();
-        let found = store
-            .nearest_held(&unit(0), None, 1)
-            .await
-            .unwrap()
-            .unwrap();
+        let found = held.nearest_held(&unit(0), None, 1).await.unwrap().unwrap();
         assert!(
             found[0].raw.abs() < 1e-6,
             "the exact distance: {}",
             found[0].raw
         );
         assert_eq!(found[0].record.strength, 0.5);
-        assert!(store.nearest.held(&["a"]).is_none());
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        let held = store.nearest.held(&["a", "nobody"]).unwrap();
-        assert_eq!(held[0].as_ref().map(|r| r.strength), Some(0.5));
-        assert!(held[1].is_none());
-        assert!(nearest_ids(&store, 0, Some("elsewhere")).await.is_empty());
+        assert!(held.nearest.held(&["a"]).is_none());
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        let values = held.nearest.held(&["a", "nobody"]).unwrap();
+        assert_eq!(values[0].as_ref().map(|r| r.strength), Some(0.5));
+        assert!(values[1].is_none());
+        assert!(nearest_ids(&held, 0, Some("elsewhere")).await.is_empty());
 
         // Written after the read: found at once, by id.
         writer
             .submit(WriteOp::Insert(vec![row("d", 3)]))
             .await
             .unwrap();
-        assert_eq!(nearest_ids(&store, 3, None).await[0], "d");
+        assert_eq!(nearest_ids(&held, 3, None).await[0], "d");
         // A new version replaces the old in the answers.
         let mut old = first[2].clone();
         old.valid_to = Some(5);
@@ -882,7 +989,7 @@ mod tests {
             .submit(WriteOp::Supersede { old, new })
             .await
             .unwrap();
-        let ids = nearest_ids(&store, 2, None).await;
+        let ids = nearest_ids(&held, 2, None).await;
         assert_eq!(ids[0], "c2");
         assert!(!ids.contains(&"c".to_string()), "{ids:?}");
         // Memories the graph reaches, by lineage: the current version, from the values held
@@ -894,42 +1001,40 @@ mod tests {
             ids.sort();
             ids
         };
-        let held = store
+        let reached = held
             .current_of_lineages(&lineages, Some(Some("default")), &current)
             .await
             .unwrap();
-        assert_eq!(of(held), ["a", "c2"]);
-        let read = store
+        assert_eq!(of(reached), ["a", "c2"]);
+        let read = held
             .current_of_lineages(&lineages, None, &current)
             .await
             .unwrap();
         assert_eq!(of(read), ["a", "c2"]);
-        let elsewhere = store
+        let elsewhere = held
             .current_of_lineages(&lineages, Some(Some("elsewhere")), &current)
             .await
             .unwrap();
         assert!(elsewhere.is_empty());
         // Rows moved by a compaction are read by id until the codes are read again.
-        store.compact(&store.memories).await.unwrap();
-        let mut ids = nearest_ids(&store, 1, None).await;
+        store.compact(store.memories_table()).await.unwrap();
+        let mut ids = nearest_ids(&held, 1, None).await;
         assert_eq!(ids[0], "b");
         ids.sort();
         assert_eq!(ids, ["a", "b", "c2", "d"]);
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
-        assert!(store.nearest.placed());
-        assert_eq!(nearest_ids(&store, 3, None).await[0], "d");
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
+        assert!(held.nearest.placed());
+        assert_eq!(nearest_ids(&held, 3, None).await[0], "d");
         // A forget drops the codes (the ANN index serves) until they are read again.
         let forget = WriteOp::Delete(col("id").eq("a"));
         writer.submit(forget).await.unwrap();
-        assert!(store
+        assert!(held
             .nearest_held(&unit(0), None, 5)
             .await
             .unwrap()
             .is_none());
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert!(!nearest_ids(&store, 0, None)
-            .await
-            .contains(&"a".to_string()));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        assert!(!nearest_ids(&held, 0, None).await.contains(&"a".to_string()));
         // A merge closing a row by id (dedup's) keeps the codes held, without that row.
         let ids: ArrayRef = std::sync::Arc::new(StringArray::from(vec!["b"]));
         let closed: ArrayRef = std::sync::Arc::new(Int64Array::from(vec![Some(9)]));
@@ -941,14 +1046,14 @@ mod tests {
             .submit(WriteOp::Patch { batch, only_if })
             .await
             .unwrap();
-        let ids = nearest_ids(&store, 1, None).await;
-        assert!(store
+        let ids = nearest_ids(&held, 1, None).await;
+        assert!(held
             .nearest_held(&unit(1), None, 3)
             .await
             .unwrap()
             .is_some());
         assert!(!ids.contains(&"b".to_string()), "{ids:?}");
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(2));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(2));
     }
 
     #[test]

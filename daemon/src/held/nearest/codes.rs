@@ -10,10 +10,10 @@
 
 use std::collections::HashSet;
 
-use super::super::held::{Filled, Held, Patched};
-use super::super::held_id::HeldId;
-use super::super::memories::{Near, Scored};
-use super::super::MemoryRecord;
+use crate::held::id::HeldId;
+use crate::held::ranking::{Filled, Held, Patched};
+use crate::store::memories::{Near, Scored};
+use crate::store::MemoryRecord;
 
 mod answers;
 mod hamming;
@@ -126,7 +126,7 @@ impl Codes {
 
     /// Codes that hold two bits a component of each vector in memory, and the rest in a
     /// file (see [`Codes::writing_to`]), with what ranking reads of each row and its
-    /// [`HELD_WITH_VECTORS`](super::super::held::HELD_WITH_VECTORS) (24 MB at 1M memories),
+    /// [`HELD_WITH_VECTORS`](crate::held::ranking::HELD_WITH_VECTORS) (24 MB at 1M memories),
     /// but not the words held with the whole codes. Their answered columns lie in files too.
     /// Held at 1M memories, the words (+106 MB) made the text leg a core's work beside the
     /// vector scan, which wants both: hybrid p50 16.6 → 22.7 ms, where the full-text index's
@@ -191,7 +191,7 @@ impl Codes {
         self.answers = None;
     }
 
-    /// Whether rows' [`HELD_WITH_VECTORS`](super::super::held::HELD_WITH_VECTORS) are held.
+    /// Whether rows' [`HELD_WITH_VECTORS`](crate::held::ranking::HELD_WITH_VECTORS) are held.
     pub(super) fn holds_with_vectors(&self) -> bool {
         self.held.holds_with_vectors()
     }

@@ -13,16 +13,16 @@
 //! salience factors that would not read back the same), or past the text held in all, is not
 //! held: its columns are taken as before.
 //!
-//! [`HELD_ANSWERS`]: super::super::super::held::HELD_ANSWERS
+//! [`HELD_ANSWERS`]: super::crate::held::ranking::HELD_ANSWERS
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use mnemo_protocol::understanding::SalienceFactors;
 
-use super::super::super::schema::hex;
-use super::super::super::MemoryRecord;
 use super::tail::{Read, Tail, Wait};
+use crate::store::schema::hex;
+use crate::store::MemoryRecord;
 
 /// The text held in memory in all: ~14 MB at 100k chat-sized memories, and a bound on what
 /// long ones can take.

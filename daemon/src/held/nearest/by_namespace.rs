@@ -17,11 +17,12 @@ use std::collections::HashMap;
 
 use lancedb::query::Select;
 
-use super::super::error::StoreError;
-use super::super::memories::{scored, Scored, TextColumns};
-use super::super::sql::{col, Pred};
-use super::super::{MemoryRecord, Store};
 use super::{taken_columns, Nearest};
+use crate::held::Held;
+use crate::store::memories::{scored, Scored, TextColumns};
+use crate::store::sql::{col, Pred};
+use crate::store::MemoryRecord;
+use crate::store::StoreError;
 
 impl Nearest {
     /// How many hits to ask an index for, of a namespace alone, for `limit` current
@@ -32,7 +33,7 @@ impl Nearest {
     }
 }
 
-impl Store {
+impl Held {
     /// The `limit` best current memories of `namespace` (all when None) for `text`, asked of
     /// the full-text index for the namespace alone and sorted out after
     /// ([`Store::by_namespace`]).
@@ -43,7 +44,9 @@ impl Store {
         limit: usize,
     ) -> Result<Option<Vec<Scored>>, StoreError> {
         let ask = |of: Pred, asked| async move {
-            self.full_text(text, &of, asked, TextColumns::None).await
+            self.store
+                .full_text(text, &of, asked, TextColumns::None)
+                .await
         };
         self.by_namespace(namespace, limit, false, ask).await
     }
@@ -59,7 +62,8 @@ impl Store {
     ) -> Result<Option<Vec<Scored>>, StoreError> {
         let ask = |of: Pred, asked| async move {
             let distances = Select::columns(&["_distance"]);
-            self.nearest_rows(vector, &of, asked, false, distances)
+            self.store
+                .nearest_rows(vector, &of, asked, false, distances)
                 .await
         };
         self.by_namespace(namespace, limit, true, ask).await
@@ -90,7 +94,7 @@ impl Store {
     /// out by [`Store::admitted`], past versions are anyway).
     fn asked_of(&self, namespace: Option<&str>) -> Pred {
         match namespace {
-            Some(n) if !self.counts.all_of(n) => col("namespace").eq(n),
+            Some(n) if !self.store.all_of(n) => col("namespace").eq(n),
             _ => Pred::All,
         }
     }
@@ -124,8 +128,8 @@ impl Store {
         if !unheld.is_empty() {
             let mut columns = taken_columns(false);
             columns.extend(["embed_model", "_rowid"]);
-            if let Some(batch) = self.take_rows(&unheld, &columns).await? {
-                for s in scored(&self.sealing, &[batch], None)? {
+            if let Some(batch) = self.store.take_rows(&unheld, &columns).await? {
+                for s in scored(self.store.sealing(), &[batch], None)? {
                     taken.extend(s.row_id.map(|r| (r, s.record)));
                 }
             }
@@ -142,7 +146,7 @@ impl Store {
                 (None, Some(row_id)) => match taken.remove(&row_id) {
                     Some(r) => {
                         let admitted = r.valid_to.is_none()
-                            && (!of_model || r.embed_model == self.embed_model);
+                            && (!of_model || r.embed_model == self.store.embed_model());
                         (r, admitted)
                     }
                     None => return Ok(None),
@@ -172,7 +176,7 @@ mod tests {
         max_vector_rows: usize,
         signs: bool,
         max_rows: usize,
-    ) -> std::sync::Arc<Store> {
+    ) -> std::sync::Arc<Held> {
         let config = crate::config::StoreConfig {
             advanced: crate::config::StoreTuning {
                 vectors_in_memory_max_rows: max_vector_rows,
@@ -182,9 +186,10 @@ mod tests {
             },
             ..Default::default()
         };
-        Store::open(dir, 4, "test", &config, &Default::default())
+        let store = crate::store::Store::open(dir, 4, "test", &config, &Default::default())
             .await
-            .unwrap()
+            .unwrap();
+        Held::over(store)
     }
 
     /// Row `i` of `namespace`, its cosine with [`QUERY`] falling as `i` grows.
@@ -210,7 +215,8 @@ mod tests {
     #[tokio::test]
     async fn a_vector_search_asked_of_its_namespace_admits_its_current_memories_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let store = store_holding(dir.path(), 0, false, 100).await;
+        let held = store_holding(dir.path(), 0, false, 100).await;
+        let store = held.store();
         let mut rows: Vec<MemoryRecord> =
             (0..6).map(|i| ranked(&format!("a{i}"), "a", i)).collect();
         rows.push(ranked("b0", "b", 20));
@@ -222,8 +228,8 @@ mod tests {
         // a1's past version is nearer the query than its new version.
         let new = ranked("a1v2", "a", 9);
         writer.submit(next_version(&rows[1], new)).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(7));
-        assert_eq!(store.nearest.vector_rows(), None, "no vectors held");
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(7));
+        assert_eq!(held.nearest.vector_rows(), None, "no vectors held");
 
         let of_a = col("namespace").eq("a").and(current());
         for limit in [3, 10] {
@@ -231,14 +237,14 @@ mod tests {
                 .vector_search(&QUERY, &of_a, limit, false)
                 .await
                 .unwrap());
-            let alone = store
+            let alone = held
                 .nearest_held(&QUERY, Some("a"), limit)
                 .await
                 .unwrap()
                 .expect("namespace a is most of the rows held");
             assert_eq!(ids(alone), filtered, "limit {limit}");
         }
-        let found = ids(store
+        let found = ids(held
             .nearest_held(&QUERY, Some("a"), 3)
             .await
             .unwrap()
@@ -246,7 +252,7 @@ mod tests {
         let found: Vec<&str> = found.iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(found, ["a0", "a2", "a3"]);
         // A namespace of few rows is asked of itself alone all the same.
-        let found = store.nearest_held(&QUERY, Some("b"), 3).await.unwrap();
+        let found = held.nearest_held(&QUERY, Some("b"), 3).await.unwrap();
         let found: Vec<String> = found.unwrap().into_iter().map(|s| s.record.id).collect();
         assert_eq!(found, ["b0"]);
     }
@@ -257,18 +263,19 @@ mod tests {
     #[tokio::test]
     async fn a_namespace_holding_every_memory_is_asked_with_no_filter() {
         let dir = tempfile::tempdir().unwrap();
-        let store = store_holding(dir.path(), 0, false, 100).await;
+        let held = store_holding(dir.path(), 0, false, 100).await;
+        let store = held.store();
         let writer = store.writer();
         let rows = (1..5).map(|i| ranked(&format!("a{i}"), "a", i)).collect();
         writer.submit(WriteOp::Insert(rows)).await.unwrap();
-        assert_eq!(store.asked_of(Some("a")), Pred::All);
-        assert_eq!(store.asked_of(Some("b")), col("namespace").eq("b"));
+        assert_eq!(held.asked_of(Some("a")), Pred::All);
+        assert_eq!(held.asked_of(Some("b")), col("namespace").eq("b"));
         // b0 is nearer the query than any of a's.
         let b0 = ranked("b0", "b", 0);
         writer.submit(WriteOp::Insert(vec![b0])).await.unwrap();
-        assert_eq!(store.asked_of(Some("a")), col("namespace").eq("a"));
-        assert_eq!(store.asked_of(None), Pred::All);
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(5));
+        assert_eq!(held.asked_of(Some("a")), col("namespace").eq("a"));
+        assert_eq!(held.asked_of(None), Pred::All);
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(5));
 
         let distances = Select::columns(&["_distance"]);
         let unfiltered = store
@@ -277,8 +284,8 @@ mod tests {
             .unwrap();
         let admitted = |namespace| {
             let hits = unfiltered.clone();
-            let store = &store;
-            async move { store.admitted(hits, namespace, 5, 3, true).await.unwrap() }
+            let held = &*held;
+            async move { held.admitted(hits, namespace, 5, 3, true).await.unwrap() }
         };
         let of_a: Vec<String> = admitted(Some("a"))
             .await
@@ -290,12 +297,12 @@ mod tests {
         let of_all = admitted(None).await.unwrap();
         assert_eq!(of_all[0].record.id, "b0");
         // Asked for more of b than it has: short, and the index had no more; answered.
-        let of_b = store
+        let of_b = held
             .admitted(unfiltered.clone(), Some("b"), 6, 3, true)
             .await;
         assert_eq!(of_b.unwrap().map(|hits| hits.len()), Some(1));
         // Short while the index had more: not surely b's best, so asked again.
-        let of_b = store.admitted(unfiltered, Some("b"), 5, 3, true).await;
+        let of_b = held.admitted(unfiltered, Some("b"), 5, 3, true).await;
         assert!(of_b.unwrap().is_none());
     }
 
@@ -306,8 +313,8 @@ mod tests {
     async fn past_each_limit_less_is_held() {
         for signs in [false, true] {
             let dir = tempfile::tempdir().unwrap();
-            let store = store_holding(dir.path(), 2, signs, 4).await;
-            let writer = store.writer();
+            let held = store_holding(dir.path(), 2, signs, 4).await;
+            let writer = held.store().writer();
             let insert = |ids: &[&str]| {
                 let rows: Vec<MemoryRecord> = ids
                     .iter()
@@ -317,30 +324,30 @@ mod tests {
                 writer.submit(WriteOp::Insert(rows))
             };
             insert(&["m0"]).await.unwrap();
-            assert_eq!(store.refresh_nearest().await.unwrap(), Some(1));
-            assert_eq!(store.nearest.vector_rows(), Some(1));
+            assert_eq!(held.refresh_nearest().await.unwrap(), Some(1));
+            assert_eq!(held.nearest.vector_rows(), Some(1));
             insert(&["m1", "m2"]).await.unwrap();
-            assert_eq!(store.nearest.vector_rows(), None, "past 2, no vectors");
-            assert_eq!(store.nearest.rows(), Some(3), "the values stay held");
-            assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-            let held = if signs { Some(3) } else { None };
-            assert_eq!(store.nearest.vector_rows(), held, "read again");
-            assert_eq!(store.nearest.signed(), signs);
+            assert_eq!(held.nearest.vector_rows(), None, "past 2, no vectors");
+            assert_eq!(held.nearest.rows(), Some(3), "the values stay held");
+            assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+            let expected = if signs { Some(3) } else { None };
+            assert_eq!(held.nearest.vector_rows(), expected, "read again");
+            assert_eq!(held.nearest.signed(), signs);
             // From the signs, or the ANN index asked of the namespace alone.
-            let found = store.nearest_held(&QUERY, Some("a"), 3).await.unwrap();
+            let found = held.nearest_held(&QUERY, Some("a"), 3).await.unwrap();
             let mut found: Vec<String> = found.unwrap().into_iter().map(|s| s.record.id).collect();
             // m0 and m1 hold one vector; m2 is farther.
             found[..2].sort();
             assert_eq!(found, ["m0", "m1", "m2"], "nearest first");
             insert(&["m3", "m4"]).await.unwrap();
-            assert_eq!(store.nearest.rows(), None, "past 4, nothing held");
-            assert!(store
+            assert_eq!(held.nearest.rows(), None, "past 4, nothing held");
+            assert!(held
                 .nearest_held(&QUERY, Some("a"), 3)
                 .await
                 .unwrap()
                 .is_none());
-            assert_eq!(store.refresh_nearest().await.unwrap(), None);
-            assert!(store.nearest.placed(), "nothing waits for a row id");
+            assert_eq!(held.refresh_nearest().await.unwrap(), None);
+            assert!(held.nearest.placed(), "nothing waits for a row id");
         }
     }
 }

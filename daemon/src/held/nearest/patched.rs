@@ -19,7 +19,9 @@ use lancedb::arrow::arrow_array::{
 
 use super::codes::Codes;
 use super::{Meanwhile, Nearest};
-use crate::store::held::{Patched, SET_IN_PLACE};
+use crate::held::ranking::{Patched, SET_IN_PLACE};
+use crate::store::filter::{current, unfolded_accesses};
+use crate::store::WriteOp;
 
 /// The values a patch by id of current rows sets in held columns, all of [`SET_IN_PLACE`];
 /// or the access fold's patch.
@@ -46,6 +48,25 @@ fn typed<T: Array + Clone + 'static>(column: Option<&ArrayRef>) -> Option<Option
 }
 
 impl HeldPatch {
+    /// What `op`, a patch of current rows or the access fold's, sets in held columns, when
+    /// the codes can set all of it in place.
+    pub fn of_op(op: &WriteOp) -> Option<Self> {
+        let WriteOp::Patch {
+            batch,
+            only_if: Some(only_if),
+        } = op
+        else {
+            return None;
+        };
+        if *only_if == current().on_target() {
+            Self::of(batch, |c| op.patches(c))
+        } else if *only_if == unfolded_accesses().on_target() {
+            Self::access_fold(batch)
+        } else {
+            None
+        }
+    }
+
     /// What `batch`, a patch by id of current rows, sets in held columns; None when it sets
     /// any column but those of [`SET_IN_PLACE`] (its id aside). `sets` says whether it sets
     /// a column, rather than carrying it for its condition.
@@ -253,7 +274,8 @@ mod tests {
         use crate::store::filter::current;
         use crate::store::WriteOp;
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let writer = store.writer();
         let rows: Vec<_> = ["a", "b", "c"]
             .iter()
@@ -270,14 +292,14 @@ mod tests {
         writer.submit(WriteOp::Insert(rows)).await.unwrap();
         // With an index on the id, Lance patches columns in place, as maintenance leaves it.
         writer.submit(WriteOp::BuildScalarIndexes).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
         let to_read = || async {
             let dataset = store.snapshot().await.unwrap();
-            store.nearest.to_read(&dataset, true)
+            held.nearest.to_read(&dataset, true)
         };
         let accesses = || async {
-            let wanted = nearest_wanted(&store, 0, 3).await;
-            let answered = store.complete(&wanted).await.unwrap();
+            let wanted = nearest_wanted(&held, 0, 3).await;
+            let answered = held.complete(&wanted).await.unwrap();
             let mut counts: Vec<_> = answered
                 .values()
                 .map(|r| (r.id.clone(), r.access_count, r.last_accessed_at))
@@ -292,7 +314,7 @@ mod tests {
             .accesses_patch(&[("a", 4, 200), ("b", 9, 100)])
             .unwrap();
         assert_eq!(writer.submit(fold).await.unwrap(), 1);
-        assert!(store.nearest.holds_ranking());
+        assert!(held.nearest.holds_ranking());
         assert_eq!(to_read().await, Some((0, 0)));
         let in_place = accesses().await;
         let wanted = [
@@ -311,8 +333,8 @@ mod tests {
             .collect();
         stored.sort();
         assert_eq!(stored, wanted, "as Lance has them");
-        store.nearest.invalidate();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
+        held.nearest.invalidate();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
         assert_eq!(accesses().await, in_place);
     }
 }

@@ -8,7 +8,7 @@
 //! only how it changed them, so it marks them stale, and until the codes are read again the
 //! candidates' rows are read as before.
 
-use super::MemoryRecord;
+use crate::store::MemoryRecord;
 
 /// The columns held. A write that sets one of them other than by whole rows makes the held
 /// values stale.

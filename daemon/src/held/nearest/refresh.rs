@@ -18,13 +18,14 @@ use lancedb::arrow::arrow_array::RecordBatch;
 
 use super::codes::Codes;
 use super::{Meanwhile, Nearest};
+use crate::held::ranking::{HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS};
+use crate::held::Held;
 use crate::store::beside::FRAGMENT_ROWS;
 use crate::store::filter::current;
-use crate::store::held::{HELD_ANSWERS, HELD_COLUMNS, HELD_WITH_VECTORS, SPARSE_COLUMNS};
 use crate::store::memories::row_id_column;
 use crate::store::schema::records;
 use crate::store::sql::col;
-use crate::store::{MemoryRecord, Store, StoreError};
+use crate::store::{MemoryRecord, StoreError};
 
 /// Rows read at one time when only changed fragments are: each batch is held under the
 /// codes' lock, which searches wait for.
@@ -319,7 +320,7 @@ impl Nearest {
     }
 }
 
-impl Store {
+impl Held {
     /// Reads the codes again if the memories changed since they were read (or were never
     /// read): only the fragments that changed, where the codes held allow, else whole.
     /// Returns the rows held, or None when they are off or too many.
@@ -328,12 +329,12 @@ impl Store {
         if nearest.max_rows == 0 {
             return Ok(None);
         }
-        let version = self.memories.version().await?;
+        let version = self.store.memories_table().version().await?;
         if !nearest.due(version) {
             return Ok(nearest.rows());
         }
         let started = std::time::Instant::now();
-        let current_rows = self.counts.total() as usize;
+        let current_rows = self.store.current_memories() as usize;
         if current_rows > nearest.max_rows {
             *nearest.codes.write().unwrap_or_else(|e| e.into_inner()) = None;
             nearest.read_at.store(version, Ordering::Relaxed);
@@ -343,7 +344,7 @@ impl Store {
         // Before the snapshot, so every write it misses is kept for the codes.
         let begun = nearest.begin_read();
         let read = async {
-            let dataset = self.snapshot().await?;
+            let dataset = self.store.snapshot().await?;
             match nearest.changed(&dataset, whole) {
                 Some(changed) => {
                     let rows = changed.rows;
@@ -418,9 +419,9 @@ impl Store {
             (false, _) => "; their vectors are searched through the ANN index",
         };
         let read_at = (dataset.version().version, dataset.fragments().as_slice());
-        let Some((rows, bytes, first)) =
-            nearest.replace(codes, read_at, begun, &|text| self.sealing.words(text))
-        else {
+        let Some((rows, bytes, first)) = nearest.replace(codes, read_at, begun, &|text| {
+            self.store.sealing().words(text)
+        }) else {
             return Ok(None);
         };
         let took = started.elapsed().as_secs_f64();
@@ -446,14 +447,14 @@ impl Store {
     /// (`codes.rs`).
     async fn read_codes(&self, dataset: &Arc<Dataset>, whole: bool) -> Result<Codes, StoreError> {
         let mut codes = match self.nearest.kind_for(whole) {
-            (false, _) => Codes::without_vectors(self.dim),
-            (true, false) => Codes::new(self.dim).writing_to(&self.db_dir),
-            (true, true) => Codes::signed(self.dim).writing_to(&self.db_dir),
+            (false, _) => Codes::without_vectors(self.store.dim()),
+            (true, false) => Codes::new(self.store.dim()).writing_to(self.store.db_dir()),
+            (true, true) => Codes::signed(self.store.dim()).writing_to(self.store.db_dir()),
         };
         if codes.holds_words() {
-            codes.words_hashed = self.sealing.is_on();
+            codes.words_hashed = self.store.sealing().is_on();
         }
-        if self.sealing.is_on() {
+        if self.store.sealing().is_on() {
             codes.drop_answers();
         }
         let mut scan = dataset.scan();
@@ -468,7 +469,7 @@ impl Store {
             .batch_readahead(1)
             .io_buffer_size(READ_AHEAD_BYTES);
         // Grown by doubling, the codes of 100k memories took 74 MB instead of 46.
-        codes.reserve(self.counts.total() as usize);
+        codes.reserve(self.store.current_memories() as usize);
         let with_words = codes.holds_words();
         let mut batches = scan.try_into_stream().await?;
         let mut unreleased = 0;
@@ -488,7 +489,7 @@ impl Store {
 
     /// The rows the codes hold: current memories of the configured model.
     fn held_rows(&self) -> crate::store::Pred {
-        current().and(col("embed_model").eq(&self.embed_model))
+        current().and(col("embed_model").eq(self.store.embed_model()))
     }
 
     /// The columns `codes` are read with: what they hold of each row.
@@ -503,7 +504,7 @@ impl Store {
             columns.extend(HELD_WITH_VECTORS);
         }
         if codes.holds_words() {
-            columns.push(self.sealing.text_index().0);
+            columns.push(self.store.sealing().text_index().0);
         }
         if codes.holds_answers() {
             let unread: Vec<&str> = HELD_ANSWERS
@@ -524,7 +525,7 @@ impl Store {
             .map(|(record, row_id)| {
                 let row_id = row_id.ok_or_else(|| StoreError::Schema("no _rowid column".into()))?;
                 let words = match with_words {
-                    true => self.sealing.stored_words(&record),
+                    true => self.store.sealing().stored_words(&record),
                     false => Vec::new(),
                 };
                 Ok((record, row_id, words))
@@ -540,7 +541,7 @@ pub(super) mod tests {
     use crate::store::WriteOp;
 
     /// Each current row's id and row id, as the table has them now.
-    async fn stored_row_ids(store: &Store) -> Vec<(String, u64)> {
+    async fn stored_row_ids(store: &crate::store::Store) -> Vec<(String, u64)> {
         let rows = store.ranking_rows(&current()).await.unwrap();
         rows.into_iter()
             .map(|s| (s.record.id, s.row_id.unwrap()))
@@ -549,8 +550,8 @@ pub(super) mod tests {
 
     /// Each row held, with its row id (sorted by id), and how many retired rows the codes
     /// keep.
-    pub(in crate::store::nearest) fn held(store: &Store) -> (Vec<(String, u64)>, usize) {
-        let codes = store.nearest.codes.read().unwrap();
+    pub(in crate::held::nearest) fn held_rows(held: &Held) -> (Vec<(String, u64)>, usize) {
+        let codes = held.nearest.codes.read().unwrap();
         let codes = codes.as_ref().unwrap();
         let stored: Vec<(String, u64)> = ["a", "b", "c", "c2", "d"]
             .iter()
@@ -562,29 +563,30 @@ pub(super) mod tests {
         (stored, codes.stale_rows())
     }
 
-    pub(in crate::store::nearest) async fn sorted(store: &Store) -> Vec<(String, u64)> {
+    pub(in crate::held::nearest) async fn sorted(
+        store: &crate::store::Store,
+    ) -> Vec<(String, u64)> {
         let mut stored = stored_row_ids(store).await;
         stored.sort();
         stored
     }
 
     /// How many fragments the next pass would read, and how many it finds stale.
-    pub(in crate::store::nearest) async fn to_read(store: &Store) -> Option<(usize, usize)> {
-        let dataset = store.snapshot().await.unwrap();
-        let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
-        store.nearest.to_read(&dataset, whole)
+    pub(in crate::held::nearest) async fn to_read(held: &Held) -> Option<(usize, usize)> {
+        let dataset = held.store.snapshot().await.unwrap();
+        let whole = held.store.current_memories() as usize <= held.nearest.max_vector_rows;
+        held.nearest.to_read(&dataset, whole)
     }
 
     /// Ends the read `begun` with the codes of `dataset`, read whole.
-    pub(in crate::store::nearest) async fn read_whole_at(
-        store: &Store,
+    pub(in crate::held::nearest) async fn read_whole_at(
+        held: &Held,
         dataset: &Arc<Dataset>,
         begun: Begun,
     ) {
-        let whole = store.counts.total() as usize <= store.nearest.max_vector_rows;
+        let whole = held.store.current_memories() as usize <= held.nearest.max_vector_rows;
         let started = std::time::Instant::now();
-        store
-            .read_whole(dataset, whole, begun, started)
+        held.read_whole(dataset, whole, begun, started)
             .await
             .unwrap();
     }
@@ -598,7 +600,8 @@ pub(super) mod tests {
         use lancedb::arrow::arrow_array::{ArrayRef, Float32Array, Int64Array, StringArray};
         use std::sync::Arc;
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let writer = store.writer();
         let mut rows: Vec<MemoryRecord> = ["a", "b", "c", "d"]
             .iter()
@@ -615,7 +618,7 @@ pub(super) mod tests {
         // As maintenance builds it: with an index on the id, Lance patches columns in place
         // (without, it moves the rows patched to a new fragment, which is read).
         writer.submit(WriteOp::BuildScalarIndexes).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
         let ids = |ids: &[&str]| -> ArrayRef { Arc::new(StringArray::from(ids.to_vec())) };
         let open = |n: usize| -> ArrayRef { Arc::new(Int64Array::from(vec![None::<i64>; n])) };
         let patch_current = |columns: Vec<(&str, ArrayRef)>| {
@@ -669,22 +672,22 @@ pub(super) mod tests {
         for patch in patches {
             let names: Vec<&str> = patch.iter().map(|(c, _)| *c).collect();
             patch_current(patch).await.unwrap();
-            assert!(store.nearest.holds_ranking(), "{names:?}");
-            assert_eq!(to_read(&store).await, Some((0, 0)), "{names:?}");
+            assert!(held.nearest.holds_ranking(), "{names:?}");
+            assert_eq!(to_read(&held).await, Some((0, 0)), "{names:?}");
         }
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        let wanted = super::super::tests::nearest_wanted(&store, 1, 3).await;
-        let in_place = store.complete(&wanted).await.unwrap();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        let wanted = super::super::tests::nearest_wanted(&held, 1, 3).await;
+        let in_place = held.complete(&wanted).await.unwrap();
         assert_eq!(in_place["b"].salience, 9.5);
         assert_eq!(in_place["b"].access_count, 7);
         assert_eq!(in_place["c"].strength, 0.25);
         assert_eq!(in_place["c"].faded_at, Some(5));
         assert_eq!(in_place["d"].strength, 0.125);
         assert_eq!(in_place["d"].summarized_by.as_deref(), Some("s"));
-        store.nearest.invalidate();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        let wanted = super::super::tests::nearest_wanted(&store, 1, 3).await;
-        assert_eq!(store.complete(&wanted).await.unwrap(), in_place);
+        held.nearest.invalidate();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        let wanted = super::super::tests::nearest_wanted(&held, 1, 3).await;
+        assert_eq!(held.complete(&wanted).await.unwrap(), in_place);
 
         // A held column not set in place: its values are stale until its fragment is read.
         let one_value = |id: &str, column: &'static str, value: f32| {
@@ -694,14 +697,14 @@ pub(super) mod tests {
         patch_current(one_value("b", "emotion_valence", 0.5))
             .await
             .unwrap();
-        assert!(!store.nearest.holds_ranking());
-        assert_eq!(to_read(&store).await.map(|(read, _)| read), Some(1));
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert!(store.nearest.holds_ranking());
+        assert!(!held.nearest.holds_ranking());
+        assert_eq!(to_read(&held).await.map(|(read, _)| read), Some(1));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        assert!(held.nearest.holds_ranking());
 
         // Patches while the codes are read again, from the table before them: the read ends
         // with their values, and with their fragments taken as read.
-        let begun = store.nearest.begin_read();
+        let begun = held.nearest.begin_read();
         let dataset = store.snapshot().await.unwrap();
         patch_current(one_value("d", "salience", 4.5))
             .await
@@ -710,9 +713,9 @@ pub(super) mod tests {
         patch_current(vec![("id", ids(&["c"])), ("valid_to", closed)])
             .await
             .unwrap();
-        read_whole_at(&store, &dataset, begun).await;
-        assert_eq!(to_read(&store).await, Some((0, 0)));
-        let held = store.nearest.held(&["c", "d"]).unwrap();
+        read_whole_at(&held, &dataset, begun).await;
+        assert_eq!(to_read(&held).await, Some((0, 0)));
+        let held = held.nearest.held(&["c", "d"]).unwrap();
         assert!(held[0].is_none(), "c was closed");
         assert_eq!(held[1].as_ref().map(|r| r.salience), Some(4.5));
     }
@@ -723,75 +726,76 @@ pub(super) mod tests {
     #[tokio::test]
     async fn codes_read_in_part_hold_what_a_whole_read_holds() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let writer = store.writer();
         let first = vec![row("a", 0), row("b", 1), row("c", 2)];
         writer.submit(WriteOp::Insert(first.clone())).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert_eq!(held(&store), (sorted(&store).await, 0));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held_rows(&held), (sorted(store).await, 0));
 
         writer
             .submit(WriteOp::Insert(vec![row("d", 3)]))
             .await
             .unwrap();
-        assert!(!store.nearest.placed());
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
-        assert!(store.nearest.placed(), "the new row has its row id");
-        assert_eq!(held(&store), (sorted(&store).await, 0));
+        assert!(!held.nearest.placed());
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
+        assert!(held.nearest.placed(), "the new row has its row id");
+        assert_eq!(held_rows(&held), (sorted(store).await, 0));
 
         writer
             .submit(next_version(&first[2], row("c2", 2)))
             .await
             .unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
         assert_eq!(
-            held(&store),
-            (sorted(&store).await, 1),
+            held_rows(&held),
+            (sorted(store).await, 1),
             "read in part: the old version's place is kept"
         );
 
         // A change the writer did not tell the codes of: its fragment is read again, and the
         // row it closed there leaves them.
         store
-            .memories
+            .memories_table()
             .update()
             .only_if("id = 'a'")
             .column("valid_to", "5")
             .execute()
             .await
             .unwrap();
-        store.counts.recount(&store.memories).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert_eq!(held(&store).0, sorted(&store).await);
+        store.recount().await.unwrap();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held_rows(&held).0, sorted(store).await);
 
         // A compaction moves every row: each is held at its new row id.
-        let before = sorted(&store).await;
+        let before = sorted(store).await;
         let compact = lancedb::table::OptimizeAction::Compact {
             options: crate::store::purge::without_deleted(),
             remap_options: None,
         };
         writer
-            .optimize(store.memories.clone(), compact)
+            .optimize(store.memories_table().clone(), compact)
             .await
             .unwrap();
-        let after = sorted(&store).await;
+        let after = sorted(store).await;
         assert_ne!(before, after, "the compaction moved rows");
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert_eq!(held(&store).0, after);
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held_rows(&held).0, after);
         let in_part: Vec<Vec<(String, Option<u64>)>> = futures::future::join_all(
-            (0..4).map(|i| super::super::tests::nearest_wanted(&store, i, 3)),
+            (0..4).map(|i| super::super::tests::nearest_wanted(&held, i, 3)),
         )
         .await;
-        let values = store.nearest.held(&["b", "c2", "d"]).unwrap();
+        let values = held.nearest.held(&["b", "c2", "d"]).unwrap();
 
-        store.nearest.invalidate();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(3));
-        assert_eq!(held(&store), (after, 0), "read whole");
+        held.nearest.invalidate();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(3));
+        assert_eq!(held_rows(&held), (after, 0), "read whole");
         let whole: Vec<Vec<(String, Option<u64>)>> = futures::future::join_all(
-            (0..4).map(|i| super::super::tests::nearest_wanted(&store, i, 3)),
+            (0..4).map(|i| super::super::tests::nearest_wanted(&held, i, 3)),
         )
         .await;
         assert_eq!(in_part, whole);
-        assert_eq!(values, store.nearest.held(&["b", "c2", "d"]).unwrap());
+        assert_eq!(values, held.nearest.held(&["b", "c2", "d"]).unwrap());
     }
 }

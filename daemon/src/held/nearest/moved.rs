@@ -62,13 +62,15 @@ impl Nearest {
 
 #[cfg(test)]
 mod tests {
-    use super::super::refresh::tests::{held, read_whole_at, sorted, to_read};
+    use super::super::refresh::tests::{held_rows, read_whole_at, sorted, to_read};
     use super::super::tests::{next_version, row};
-    use crate::store::{Store, WriteOp};
+    use crate::held::Held;
+    use crate::store::WriteOp;
 
     /// A store of small fragments, one a closed row left a deletion in, its codes read.
-    async fn small_fragments(dir: &std::path::Path) -> std::sync::Arc<Store> {
-        let store = crate::store::test_store(dir).await;
+    async fn small_fragments(dir: &std::path::Path) -> std::sync::Arc<Held> {
+        let held = crate::held::tests::held_store(dir).await;
+        let store = held.store();
         let writer = store.writer();
         for (i, id) in ["a", "b", "c", "d"].iter().enumerate() {
             writer
@@ -82,7 +84,7 @@ mod tests {
             .submit(next_version(&row("c", 2), row("c2", 2)))
             .await
             .unwrap();
-        store
+        held
     }
 
     /// After a compaction merges every fragment, the codes hold each row where it went and
@@ -90,22 +92,23 @@ mod tests {
     #[tokio::test]
     async fn rows_a_compaction_moved_are_held_where_they_went() {
         let dir = tempfile::tempdir().unwrap();
-        let store = small_fragments(dir.path()).await;
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
-        let before = sorted(&store).await;
-        assert_eq!(held(&store).0, before);
+        let held = small_fragments(dir.path()).await;
+        let store = held.store();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
+        let before = sorted(store).await;
+        assert_eq!(held_rows(&held).0, before);
 
-        assert!(store.compact(&store.memories).await.unwrap() > 1);
-        let after = sorted(&store).await;
+        assert!(store.compact(store.memories_table()).await.unwrap() > 1);
+        let after = sorted(store).await;
         assert_ne!(before, after, "the compaction moved rows");
-        assert_eq!(held(&store).0, after);
-        assert_eq!(to_read(&store).await, Some((0, 0)), "nothing to read again");
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
-        assert_eq!(held(&store).0, after);
+        assert_eq!(held_rows(&held).0, after);
+        assert_eq!(to_read(&held).await, Some((0, 0)), "nothing to read again");
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
+        assert_eq!(held_rows(&held).0, after);
 
-        store.nearest.invalidate();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
-        assert_eq!(held(&store), (after, 0), "read whole");
+        held.nearest.invalidate();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
+        assert_eq!(held_rows(&held), (after, 0), "read whole");
     }
 
     /// A compaction while the codes are read whole, from the table before it: the read
@@ -113,12 +116,13 @@ mod tests {
     #[tokio::test]
     async fn a_read_under_way_ends_with_the_rows_moved() {
         let dir = tempfile::tempdir().unwrap();
-        let store = small_fragments(dir.path()).await;
-        let begun = store.nearest.begin_read();
+        let held = small_fragments(dir.path()).await;
+        let store = held.store();
+        let begun = held.nearest.begin_read();
         let dataset = store.snapshot().await.unwrap();
-        store.compact(&store.memories).await.unwrap();
-        read_whole_at(&store, &dataset, begun).await;
-        assert_eq!(held(&store).0, sorted(&store).await);
-        assert_eq!(to_read(&store).await, Some((0, 0)));
+        store.compact(store.memories_table()).await.unwrap();
+        read_whole_at(&held, &dataset, begun).await;
+        assert_eq!(held_rows(&held).0, sorted(store).await);
+        assert_eq!(to_read(&held).await, Some((0, 0)));
     }
 }

@@ -15,10 +15,10 @@ use std::sync::{Mutex, RwLock};
 
 use mnemo_protocol::graph::{EdgeType, NodeKind};
 
-use super::edges::EdgeRecord;
-use super::error::StoreError;
-use super::sql::col;
-use super::Store;
+use super::Held;
+use crate::store::edges::EdgeRecord;
+use crate::store::sql::col;
+use crate::store::StoreError;
 
 /// An edge walked from one end: the other end, and whether this end is its source.
 #[derive(Debug, Clone, Copy)]
@@ -234,21 +234,21 @@ impl HeldEdges {
     }
 }
 
-impl Store {
+impl Held {
     /// The edges among the memories `steps` away from `starts` (lineages), as
     /// [`Links::walk`] finds them, or None while they are not held.
-    pub fn held_edges_near(
+    pub fn edges_near(
         &self,
         starts: &[String],
         steps: &Steps,
     ) -> Option<Vec<(String, String, f32)>> {
-        self.held_edges.walk(starts, steps)
+        self.edges.walk(starts, steps)
     }
 
     /// Reads the edges between memories if nothing is held (at start, and after a delete);
     /// answers the edges held.
-    pub async fn refresh_held_edges(&self) -> Result<Option<usize>, StoreError> {
-        let held = &self.held_edges;
+    pub async fn refresh_edges(&self) -> Result<Option<usize>, StoreError> {
+        let held = &self.edges;
         if held.max_edges == 0 {
             return Ok(None);
         }
@@ -259,7 +259,8 @@ impl Store {
         let invalidations = held.begin_read();
         let memory = NodeKind::Memory.as_str();
         let read = self
-            .edges
+            .store
+            .edges()
             .rows(&col("src_kind").eq(memory).and(col("dst_kind").eq(memory)))
             .await;
         let (read, failed) = match read {
@@ -351,17 +352,18 @@ mod tests {
     #[tokio::test]
     async fn edges_written_through_the_writer_are_held_and_a_delete_is_read_again() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let (edges, writer) = (store.edges(), store.writer());
         let near = |from: &str| {
-            let mut found = store.held_edges_near(&[from.to_string()], &steps(1, 50))?;
+            let mut found = held.edges_near(&[from.to_string()], &steps(1, 50))?;
             found.sort_by(|a, b| a.1.cmp(&b.1));
             Some(found)
         };
         let ab = edge("a", "b", EdgeType::TemporalSequence, 0.8);
         writer.submit(edges.append(&[ab]).unwrap()).await.unwrap();
         assert_eq!(near("a"), None, "nothing held before the first read");
-        assert_eq!(store.refresh_held_edges().await.unwrap(), Some(1));
+        assert_eq!(held.refresh_edges().await.unwrap(), Some(1));
         assert_eq!(near("a"), Some(vec![pair("a", "b", 0.8)]));
         // Appended and merged: held as they commit.
         let ac = edge("a", "c", EdgeType::TemporalSequence, 0.6);
@@ -378,7 +380,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(near("a"), None);
-        assert_eq!(store.refresh_held_edges().await.unwrap(), Some(1));
+        assert_eq!(held.refresh_edges().await.unwrap(), Some(1));
         assert_eq!(near("a"), Some(vec![pair("a", "c", 0.6)]));
     }
 

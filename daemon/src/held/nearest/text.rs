@@ -4,13 +4,14 @@
 
 use std::collections::HashMap;
 
-use super::super::error::StoreError;
-use super::super::memories::{Near, Scored, TextColumns};
-use super::super::sql::Pred;
-use super::super::{MemoryRecord, Store};
 use super::taken_columns;
+use crate::held::Held;
+use crate::store::memories::{Near, Scored, TextColumns};
+use crate::store::sql::Pred;
+use crate::store::MemoryRecord;
+use crate::store::StoreError;
 
-impl Store {
+impl Held {
     /// BM25 over `content` (over its hashed terms in an encrypted store). With `plain` — the
     /// search's filter names at most a namespace (Some(None) for all) and `predicate` admits
     /// the current memories of it — from the words held with the codes where they are
@@ -27,8 +28,8 @@ impl Store {
         plain: Option<Option<&str>>,
     ) -> Result<Vec<Scored>, StoreError> {
         if let Some(namespace) = plain {
-            let terms = self.sealing.words(text);
-            let (current, hashed) = (self.counts.total(), self.sealing.is_on());
+            let terms = self.store.sealing().words(text);
+            let (current, hashed) = (self.store.current_memories(), self.store.sealing().is_on());
             if let Some(found) = self.nearest.text(&terms, namespace, limit, current, hashed) {
                 return Ok(found);
             }
@@ -41,6 +42,7 @@ impl Store {
             }
             tracing::debug!("text leg: the hits of the namespace alone fell short; asked again");
             let hits = self
+                .store
                 .full_text(text, predicate, limit, TextColumns::None)
                 .await?;
             if let Some(found) = self.nearest.held_at(&hits) {
@@ -56,11 +58,13 @@ impl Store {
         );
         if held {
             let hits = self
+                .store
                 .full_text(text, predicate, limit, TextColumns::Id)
                 .await?;
             return self.ranked_from_held(hits).await;
         }
-        self.full_text(text, predicate, limit, TextColumns::Ranking)
+        self.store
+            .full_text(text, predicate, limit, TextColumns::Ranking)
             .await
     }
 
@@ -84,7 +88,10 @@ impl Store {
             .collect();
         let mut read: HashMap<String, MemoryRecord> = HashMap::new();
         if !missing.is_empty() {
-            let taken = self.take(&missing, &taken_columns(false), false).await?;
+            let taken = self
+                .store
+                .take(&missing, &taken_columns(false), false)
+                .await?;
             read.extend(taken.into_iter().map(|s| (s.record.id.clone(), s.record)));
         }
         Ok(hits
@@ -108,7 +115,8 @@ mod tests {
         use crate::store::filter::current;
         use crate::store::WriteOp;
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let walnut = |id: &str, i: usize| {
             let mut r = row(id, i % 4);
             r.content = format!("walnut {}", "tree ".repeat(i));
@@ -118,7 +126,7 @@ mod tests {
         let rows: Vec<MemoryRecord> = (0..4).map(|i| walnut(&format!("m{i}"), i)).collect();
         let writer = store.writer();
         writer.submit(WriteOp::Insert(rows)).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(4));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(4));
         let seen = |hits: Vec<Scored>| {
             let mut seen: Vec<(String, f32, u32)> = hits
                 .into_iter()
@@ -128,7 +136,7 @@ mod tests {
             seen
         };
         let now = current();
-        let search = |plain| store.text_search("walnut", &now, 10, plain);
+        let search = |plain| held.text_search("walnut", &now, 10, plain);
         let at_row_ids = seen(search(Some(None)).await.unwrap());
         assert_eq!(at_row_ids.len(), 4);
         assert_eq!(at_row_ids, seen(search(None).await.unwrap()));
@@ -142,8 +150,8 @@ mod tests {
             ids(seen(search(Some(None)).await.unwrap())),
             ["m0", "m1", "m2", "m3", "m9"]
         );
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(5));
-        store.compact(&store.memories).await.unwrap();
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(5));
+        store.compact(store.memories_table()).await.unwrap();
         assert_eq!(
             ids(seen(search(Some(None)).await.unwrap())),
             ["m0", "m1", "m2", "m3", "m9"]
@@ -165,7 +173,8 @@ mod tests {
         use crate::store::sql::col;
         use crate::store::WriteOp;
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let texts = [
             ("a", "The dog runs in the park"),
             ("a", "Running dogs chase dogs"),
@@ -187,12 +196,12 @@ mod tests {
             .collect();
         let writer = store.writer();
         writer.submit(WriteOp::Insert(rows.clone())).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(7));
-        let held = |query: &str, namespace: Option<&str>| {
-            let words = store.sealing.words(query);
-            let found = store
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(7));
+        let held_text = |query: &str, namespace: Option<&str>| {
+            let words = store.sealing().words(query);
+            let found = held
                 .nearest
-                .text(&words, namespace, 10, store.counts.total(), false);
+                .text(&words, namespace, 10, store.current_memories(), false);
             found.map(|hits| {
                 hits.into_iter()
                     .map(|s| (s.record.id, s.raw))
@@ -215,18 +224,18 @@ mod tests {
                     .full_text(query, &filter, 10, TextColumns::Id)
                     .await
                     .unwrap();
-                let held = held(query, namespace).expect("every memory held");
-                assert_eq!(held.len(), indexed.len(), "{query:?} in {namespace:?}");
-                for ((id, score), hit) in held.iter().zip(&indexed) {
-                    assert_eq!(*id, hit.record.id, "{query:?}: {held:?}");
-                    assert!((score - hit.raw).abs() < 1e-4, "{query:?}: {held:?}");
+                let found = held_text(query, namespace).expect("every memory held");
+                assert_eq!(found.len(), indexed.len(), "{query:?} in {namespace:?}");
+                for ((id, score), hit) in found.iter().zip(&indexed) {
+                    assert_eq!(*id, hit.record.id, "{query:?}: {found:?}");
+                    assert!((score - hit.raw).abs() < 1e-4, "{query:?}: {found:?}");
                 }
             }
         }
         // Words held plain answer no query hashed (an encrypted store's).
-        let dog = store.sealing.words("dog");
-        let total = store.counts.total();
-        assert!(store.nearest.text(&dog, None, 10, total, true).is_none());
+        let dog = store.sealing().words("dog");
+        let total = store.current_memories();
+        assert!(held.nearest.text(&dog, None, 10, total, true).is_none());
         // A new version is found by its words, its past version no longer.
         let mut new = rows[2].clone();
         new.id = "m2v2".into();
@@ -235,14 +244,14 @@ mod tests {
         let ids = |found: Option<Vec<(String, f32)>>| -> Vec<String> {
             found.unwrap().into_iter().map(|h| h.0).collect()
         };
-        assert_eq!(ids(held("cat", Some("a"))), ["m2v2"]);
-        assert!(ids(held("sleeps", Some("a"))).is_empty());
+        assert_eq!(ids(held_text("cat", Some("a"))), ["m2v2"]);
+        assert!(ids(held_text("sleeps", Some("a"))).is_empty());
         // A current memory of another model is found only by the full-text index.
         let mut other = row("o1", 1);
         other.content = "dog".into();
         other.embed_model = "another model".into();
         writer.submit(WriteOp::Insert(vec![other])).await.unwrap();
-        assert!(held("dog", None).is_none());
+        assert!(held_text("dog", None).is_none());
     }
 
     /// Asked of the index for its namespace alone, a text search admits the current
@@ -254,7 +263,8 @@ mod tests {
         use crate::store::sql::col;
         use crate::store::WriteOp;
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::test_store(dir.path()).await;
+        let held = crate::held::tests::held_store(dir.path()).await;
+        let store = held.store();
         let walnut = |id: &str, namespace: &str, i: usize| {
             let mut r = row(id, i % 4);
             r.namespace = namespace.into();
@@ -271,7 +281,7 @@ mod tests {
         let mut new = walnut("a1v2", "a", 1);
         new.content = "hazelnut".into();
         writer.submit(next_version(&rows[1], new)).await.unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(8));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(8));
 
         let of_a = col("namespace").eq("a").and(current());
         let answer = |hits: Vec<Scored>| -> Vec<(String, u32)> {
@@ -286,7 +296,7 @@ mod tests {
                     .await
                     .unwrap(),
             );
-            let alone = store
+            let alone = held
                 .text_by_namespace("walnut", Some("a"), limit)
                 .await
                 .unwrap()
@@ -294,8 +304,7 @@ mod tests {
             assert_eq!(answer(alone), filtered, "limit {limit}");
         }
         let ids: Vec<String> = answer(
-            store
-                .text_search("walnut", &of_a, 10, Some(Some("a")))
+            held.text_search("walnut", &of_a, 10, Some(Some("a")))
                 .await
                 .unwrap(),
         )
@@ -319,16 +328,16 @@ mod tests {
             ))
             .await
             .unwrap();
-        assert_eq!(store.refresh_nearest().await.unwrap(), Some(28));
+        assert_eq!(held.refresh_nearest().await.unwrap(), Some(28));
         let filtered = answer(
             store
                 .full_text("walnut", &of_a, 3, TextColumns::Id)
                 .await
                 .unwrap(),
         );
-        let alone = store.text_by_namespace("walnut", Some("a"), 3).await;
+        let alone = held.text_by_namespace("walnut", Some("a"), 3).await;
         assert_eq!(answer(alone.unwrap().expect("asked of a alone")), filtered);
-        let of_b = store.text_by_namespace("walnut", Some("b"), 10).await;
+        let of_b = held.text_by_namespace("walnut", Some("b"), 10).await;
         let of_b: Vec<String> = of_b
             .unwrap()
             .unwrap()
