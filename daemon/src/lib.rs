@@ -1,7 +1,9 @@
 //! mnemod's engine. Modules follow ARCHITECTURE.md §2. Data flows one way: `server` ->
-//! `ingest` / `recall` -> (`understand`, `embed`, `access`) -> `store`; the background
-//! components (`hardware`, `consolidate`, `watch`, `maintenance`,
-//! re-embedding in `embed`) depend on `store`, `embed` and the event bus, never on the server or each other.
+//! `ingest` / `recall` -> (`understand`, `embed`, `access`, `held`) -> `store`; the store
+//! tells `held` of its commits through an observer rather than calling into it. The
+//! background components (`hardware`, `consolidate`, `watch`, `maintenance`, re-embedding in
+//! `embed`) depend on `store`, `held`, `embed` and the event bus, never on the server or
+//! each other.
 //! `daemon` builds them all and gives each only the handles it uses.
 
 mod access;

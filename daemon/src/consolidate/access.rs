@@ -1,7 +1,7 @@
 //! Access folding: each search appends one small `access_log` row per result; here they are
 //! summed into `access_count` and `last_accessed_at`. A row only takes events newer than its
 //! `last_accessed_at`, so folding the same events twice (after a crash) changes nothing.
-//! The codes held for searches take each patch as it commits (`store/nearest/patched.rs`).
+//! The codes held for searches take each patch as it commits (`held/nearest/patched.rs`).
 
 use std::collections::HashMap;
 

@@ -15,7 +15,7 @@ use super::Store;
 
 /// A row a retriever returned, with its raw score (`_distance` or `_score`). The record holds
 /// [`RANKING_COLUMNS`] only: a search reads the rest for the few rows it answers with
-/// ([`Store::complete`]), at `row_id`.
+/// (`Held::complete`), at `row_id`.
 #[derive(Debug, Clone)]
 pub struct Scored {
     pub record: MemoryRecord,

@@ -41,7 +41,7 @@ use crate::store::schema::answered_columns;
 use crate::store::sql::{col, Pred};
 use crate::store::{MemoryRecord, StoreError};
 
-/// Vectors one scan of the codes answers at once in [`Store::nearest_held_each`]: more
+/// Vectors one scan of the codes answers at once in [`Held::nearest_held_each`]: more
 /// share the scan's loop, but hold the thread longer between searches (at 1M signed rows
 /// the scan takes ~0.7 ms of a core a vector, by `perf` during a first dedup).
 const QUERIES_A_SCAN: usize = 16;
@@ -443,7 +443,7 @@ impl Held {
         }
     }
 
-    /// [`Store::nearest_held`] for each of `asked` (a vector and its namespace) at once,
+    /// [`Held::nearest_held`] for each of `asked` (a vector and its namespace) at once,
     /// leaving out rows further than `within` where that saves work: with the codes' signs
     /// held, one scan of them finds the candidates of a few vectors at a time. None while
     /// no vectors are held.
@@ -493,7 +493,7 @@ impl Held {
     }
 
     /// The vector leg for a search whose only filter is the namespace (and current rows):
-    /// from what is held in memory ([`Store::nearest_held`]), else through the ANN index
+    /// from what is held in memory ([`Held::nearest_held`]), else through the ANN index
     /// with `predicate`, which must say the same.
     pub async fn nearest_current(
         &self,

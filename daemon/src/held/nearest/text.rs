@@ -17,7 +17,7 @@ impl Held {
     /// the current memories of it — from the words held with the codes where they are
     /// (`codes/words.rs`), else through LanceDB's full-text index: with the ranking columns
     /// held in memory, the hits are sorted out from the values held (see
-    /// `Store::text_by_namespace`); otherwise the index is asked with `predicate`, for ids
+    /// `Held::text_by_namespace`); otherwise the index is asked with `predicate`, for ids
     /// alone when the ranking columns are held (each column read costs a read per fragment
     /// its rows lie in).
     pub async fn text_search(
