@@ -9,8 +9,8 @@ use mnemo_tests::Daemon;
 async fn fuzzed_frames_get_proper_replies_and_mnemod_stays_up() {
     let mut daemon = Daemon::start();
     // A fixed seed, so a failure here is the same failure on every run.
-    let frames = mnemo_client::fuzz::frames(17);
-    let report = mnemo_client::fuzz::run(&daemon.socket, frames, 3000, |_| {})
+    let frames = mnemo_bench::fuzz::frames(17);
+    let report = mnemo_bench::fuzz::run(&daemon.socket, frames, 3000, |_| {})
         .await
         .expect("mnemod stopped answering");
     assert_eq!(report.frames, 3000);

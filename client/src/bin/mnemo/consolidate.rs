@@ -1,10 +1,8 @@
 //! `mnemo consolidate`: run consolidation now, watch it, read past runs.
 
 use std::path::Path;
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use mnemo_client::Client;
 use mnemo_protocol::consolidate::{
     ConsolidateRun, ConsolidateRuns, ConsolidateStatus, ConsolidationStatus, PhaseState, RunRecord,
     RunStatus, RunsParams,
@@ -14,6 +12,7 @@ use mnemo_protocol::NoParams;
 use crate::connect;
 use crate::output::Output;
 use crate::progress::ProgressReport;
+pub use mnemo_client::runs::{status_name, wait_for};
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -88,47 +87,6 @@ pub async fn run(args: ConsolidateArgs, socket: &Path, out: &Output) -> anyhow::
         }
     }
     Ok(())
-}
-
-/// Waits for run `run_id` to end, its progress shown on `progress`; its record.
-pub async fn wait_for(
-    client: &mut Client,
-    run_id: &str,
-    mut progress: ProgressReport,
-) -> anyhow::Result<RunRecord> {
-    let run = loop {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let status = client.call::<ConsolidateStatus>(&NoParams {}).await?;
-        let current = status.current.as_ref().filter(|r| r.id == run_id);
-        if current.is_some_and(|r| r.status == RunStatus::Running) {
-            if let Some(p) = &status.progress {
-                progress.show(p.phase.as_str(), p.done, p.total);
-            }
-            continue;
-        }
-        let runs = client
-            .call::<ConsolidateRuns>(&RunsParams { limit: Some(20) })
-            .await?;
-        if let Some(run) = runs
-            .runs
-            .into_iter()
-            .find(|r| r.id == run_id && r.status != RunStatus::Running)
-        {
-            break run;
-        }
-    };
-    progress.finish();
-    Ok(run)
-}
-
-pub fn status_name(s: RunStatus) -> &'static str {
-    match s {
-        RunStatus::Running => "running",
-        RunStatus::Yielded => "yielded (resumes when idle)",
-        RunStatus::Interrupted => "interrupted (resumes when idle)",
-        RunStatus::Completed => "completed",
-        RunStatus::Failed => "failed",
-    }
 }
 
 /// A run and what each of its phases did.

@@ -13,7 +13,7 @@ mod mcp;
 mod memory;
 mod output;
 mod private;
-mod progress;
+use mnemo_client::progress;
 mod project;
 mod session;
 mod system;
@@ -110,7 +110,8 @@ enum Command {
     /// Implicit memory: active hours, session lengths, most used tools, commands and
     /// projects, typical durations, topics by time of day.
     Stats(agent::StatsArgs),
-    /// Measure ingest, search latency and retrieval quality through the socket.
+    /// Measure ingest, search latency and retrieval quality through the socket (runs
+    /// mnemo-bench, built beside mnemo from source).
     Bench(bench::BenchArgs),
     /// Consolidate now (fold accesses, decay, merge duplicates, summarise, compact storage);
     /// `status` and `runs` show the idle state and past runs.
@@ -186,7 +187,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Memory(cmd) => memory::run(cmd, &socket, &out).await?,
         Command::System(cmd) => system::run(cmd, &socket, &out).await?,
-        Command::Bench(args) => bench::run(args, &socket).await?,
+        Command::Bench(args) => bench::run(args, &socket)?,
         Command::Consolidate(args) => consolidate::run(args, &socket, &out).await?,
         Command::Graph(args) => graph::run(args, &socket, &out).await?,
         Command::Entities(args) => entity::list(args, &socket, &out).await?,
@@ -226,19 +227,11 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let not_running = matches!(
-                e.downcast_ref::<ClientError>(),
-                Some(ClientError::NotRunning { .. })
-            );
             output::error(json, &e);
-            ExitCode::from(if not_running { NOT_RUNNING } else { 1 })
+            ExitCode::from(mnemo_client::exit_status(&e))
         }
     }
 }
-
-/// The exit status when mnemod is not running: sysexits' `EX_UNAVAILABLE`, apart from clap's
-/// 2 for a usage error, so a script can tell "start mnemod" from "fix the command".
-const NOT_RUNNING: u8 = 69;
 
 /// Rust starts with SIGPIPE ignored, so printing to a closed pipe (`mnemo entities | head`)
 /// panics; the default action ends the command quietly, as any Unix tool does.

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
+pub use mnemo_client::runs::process_memory_text;
 use mnemo_client::ClientError;
 use mnemo_protocol::daemon::{
-    ComponentHealth, EncryptionMode, EncryptionStatus, HelloResult, ProcessMemory, StatusResult,
+    ComponentHealth, EncryptionMode, EncryptionStatus, HelloResult, StatusResult,
 };
 use mnemo_protocol::memory::{Memory, SearchResult};
 use mnemo_protocol::understanding::SalienceFactors;
@@ -277,32 +278,6 @@ fn memory_text(m: &Memory) -> String {
     lines.join("\n")
 }
 
-/// A process's resident memory: in all, what it allocated (and of that what it says it
-/// holds for searches and in LanceDB's caches) and its mapped code.
-pub fn process_memory_text(m: &ProcessMemory) -> String {
-    let mb = |b: u64| b as f64 / 1e6;
-    let parts: Vec<String> = [
-        m.held_bytes
-            .map(|b| format!("{:.0} MB held for searches", mb(b))),
-        m.lance_cache_bytes
-            .map(|b| format!("{:.0} MB LanceDB's caches", mb(b))),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let of_it = if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", parts.join(", "))
-    };
-    format!(
-        "RSS {:.0} MB: {:.0} MB allocated{of_it}, {:.0} MB mapped files (its own code)",
-        mb(m.rss_bytes),
-        mb(m.anon_bytes),
-        mb(m.file_bytes)
-    )
-}
-
 /// The salience factors that are not 0, strongest first: "novelty 0.82, self_reference 1.00".
 pub fn factors_text(f: &SalienceFactors) -> String {
     let mut named: Vec<(&str, f32)> = f.named().into_iter().filter(|(_, v)| *v > 0.0).collect();
@@ -364,30 +339,5 @@ pub fn error(json: bool, e: &anyhow::Error) {
         println!("{value}");
     } else {
         eprintln!("mnemo: {e:#}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn process_memory_names_the_parts_mnemod_reports_and_only_those() {
-        let mut m = ProcessMemory {
-            rss_bytes: 300_000_000,
-            anon_bytes: 190_000_000,
-            file_bytes: 110_000_000,
-            ..Default::default()
-        };
-        assert_eq!(
-            process_memory_text(&m),
-            "RSS 300 MB: 190 MB allocated, 110 MB mapped files (its own code)"
-        );
-        m.held_bytes = Some(36_000_000);
-        m.lance_cache_bytes = Some(12_400_000);
-        assert_eq!(
-            process_memory_text(&m),
-            "RSS 300 MB: 190 MB allocated (36 MB held for searches, 12 MB LanceDB's caches), 110 MB mapped files (its own code)"
-        );
     }
 }

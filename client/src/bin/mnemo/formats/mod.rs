@@ -3,7 +3,7 @@
 //! finds them already there).
 
 pub mod chats;
-pub mod locomo;
+pub use mnemo_client::locomo;
 pub mod markdown;
 pub mod mcp_memory;
 pub mod text;

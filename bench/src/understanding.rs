@@ -19,7 +19,7 @@ use mnemo_protocol::memory::{AddBatch, AddBatchParams, Filter, List, ListParams}
 use mnemo_protocol::system::{Embed, EmbedParams, MAX_EMBED_TEXTS};
 use serde_json::{json, Value};
 
-use crate::formats::locomo;
+use mnemo_client::locomo;
 
 /// What `mnemo bench understanding` is asked.
 pub struct UnderstandingBench<'a> {

@@ -16,7 +16,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
 
-use crate::{Client, ClientError};
+use mnemo_client::{Client, ClientError};
 
 /// Member names the protocol uses, so arbitrary params hit real fields with wrong values.
 const FIELDS: &[&str] = &[

@@ -1,4 +1,4 @@
-//! `mnemo bench fuzz`: hostile frames from `mnemo_client::fuzz`, against a running mnemod.
+//! `mnemo bench fuzz`: hostile frames from `mnemo_bench::fuzz`, against a running mnemod.
 
 use std::path::Path;
 use std::time::Instant;
@@ -7,7 +7,7 @@ use anyhow::Context;
 
 pub async fn fuzz(socket: &Path, count: usize, seed: u64) -> anyhow::Result<()> {
     let started = Instant::now();
-    let report = mnemo_client::fuzz::run(socket, mnemo_client::fuzz::frames(seed), count, |n| {
+    let report = mnemo_bench::fuzz::run(socket, mnemo_bench::fuzz::frames(seed), count, |n| {
         if n % 1000 == 0 {
             eprintln!("  {n}/{count} frames");
         }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use mnemo_client::Client;
 use mnemo_protocol::agent::{
     Action, ActionState, Outcome, RecordEpisode, RecordParams, Triggers, TriggersParams,
     WarningKind,
@@ -15,7 +16,6 @@ use mnemo_protocol::agent::{
 use mnemo_protocol::time::{format_micros, now_micros};
 
 use super::percentile;
-use crate::connect;
 
 const NAMESPACE: &str = "bench-triggers";
 const CWD: &str = "/bench/project";
@@ -68,7 +68,7 @@ fn outcome(fails: bool) -> Outcome {
 }
 
 pub async fn run(socket: &Path, episodes: usize, queries: usize, seed: u64) -> anyhow::Result<()> {
-    let mut client = connect(socket).await?;
+    let mut client = Client::connect(socket).await?;
     let known = client
         .call::<Triggers>(&TriggersParams {
             command: Some("true".into()),
@@ -86,7 +86,7 @@ pub async fn run(socket: &Path, episodes: usize, queries: usize, seed: u64) -> a
         for c in 0..CLIENTS {
             let socket = socket.to_path_buf();
             tasks.push(tokio::spawn(async move {
-                let mut client = connect(&socket).await?;
+                let mut client = Client::connect(&socket).await?;
                 let mut rng = Lcg(seed);
                 let mut mine = Vec::new();
                 for i in 0..episodes {

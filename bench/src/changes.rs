@@ -8,7 +8,7 @@ use mnemo_client::Client;
 use mnemo_protocol::memory::SearchMode;
 use serde_json::Value;
 
-use crate::formats::locomo;
+use mnemo_client::locomo;
 
 struct Change {
     sample: &'static str,

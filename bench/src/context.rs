@@ -11,7 +11,7 @@ use mnemo_protocol::context::{Build, BuildParams};
 use mnemo_protocol::memory::{Filter, Search, SearchParams};
 
 use super::{bench_query, load_locomo, percentile, read_locomo, top_up};
-use crate::formats::locomo;
+use mnemo_client::locomo;
 
 pub struct ContextBench<'a> {
     pub path: &'a Path,

@@ -1,12 +1,14 @@
-//! `mnemo bench`: figures measured through the socket against a running mnemod. It prints
-//! and asserts nothing. Run it against a daemon on a scratch data dir: it adds memories.
+//! `mnemo-bench` (run as `mnemo bench`): figures measured through the socket against a running
+//! mnemod. It prints and asserts nothing. Run it against a daemon on a scratch data dir: it
+//! adds memories.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::{Parser, Subcommand};
 use mnemo_client::Client;
 use mnemo_protocol::consolidate::ConsolidateRun;
 use mnemo_protocol::daemon::Status;
@@ -17,21 +19,45 @@ use mnemo_protocol::system::Profile;
 use mnemo_protocol::NoParams;
 use serde_json::Value;
 
-use crate::connect;
-use crate::formats::locomo;
+use mnemo_client::locomo;
 
 mod changes;
 mod context;
-mod fuzz;
+mod hostile;
 mod load;
 mod search;
 mod triggers;
 mod understanding;
 
-#[derive(Args, Debug)]
-pub struct BenchArgs {
+/// Figures for mnemod measured through its socket, and the hostile-frame fuzz harness. Run
+/// against a daemon on a scratch data dir: the benches add memories.
+#[derive(Parser, Debug)]
+#[command(name = "mnemo bench", bin_name = "mnemo bench", version)]
+struct BenchArgs {
+    /// mnemod's socket (default: the per-user socket).
+    #[arg(long, global = true, env = "MNEMO_SOCKET")]
+    socket: Option<PathBuf>,
     #[command(subcommand)]
     what: BenchWhat,
+}
+
+fn main() -> ExitCode {
+    let args = BenchArgs::parse();
+    let socket = args
+        .socket
+        .clone()
+        .unwrap_or_else(mnemo_protocol::paths::default_socket_path);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match runtime.block_on(run(args, &socket)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mnemo bench: {e:#}");
+            ExitCode::from(mnemo_client::exit_status(&e))
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -150,8 +176,8 @@ enum BenchWhat {
     },
 }
 
-pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
-    let mut client = connect(socket).await?;
+async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
+    let mut client = Client::connect(socket).await?;
     let status = client.call::<Status>(&NoParams {}).await?;
     let embedder = status
         .components
@@ -242,7 +268,7 @@ pub async fn run(args: BenchArgs, socket: &Path) -> anyhow::Result<()> {
             queries,
             seed,
         } => triggers::run(socket, episodes, queries, seed).await,
-        BenchWhat::Fuzz { frames, seed } => fuzz::fuzz(socket, frames, seed).await,
+        BenchWhat::Fuzz { frames, seed } => hostile::fuzz(socket, frames, seed).await,
         BenchWhat::Load { clients, ops, seed } => load::load(socket, clients, ops, seed).await,
         BenchWhat::Idle { secs } => idle(&mut client, status.pid, secs).await,
     }
@@ -548,7 +574,7 @@ async fn idle(client: &mut Client, pid: u32, secs: u64) -> anyhow::Result<()> {
 pub(crate) async fn resident(client: &mut Client) -> anyhow::Result<String> {
     let status = client.call::<Status>(&NoParams {}).await?;
     Ok(match status.memory {
-        Some(m) => crate::output::process_memory_text(&m),
+        Some(m) => mnemo_client::runs::process_memory_text(&m),
         None => "RSS not reported on this system".into(),
     })
 }
@@ -603,16 +629,16 @@ pub(crate) async fn load_locomo(
     if consolidate {
         let started = Instant::now();
         let run = client.call::<ConsolidateRun>(&NoParams {}).await?;
-        let run = crate::consolidate::wait_for(
+        let run = mnemo_client::runs::wait_for(
             client,
             &run.run_id,
-            crate::progress::ProgressReport::off(),
+            mnemo_client::progress::ProgressReport::off(),
         )
         .await?;
         println!(
             "consolidated in {:.1} s ({})",
             started.elapsed().as_secs_f64(),
-            crate::consolidate::status_name(run.status)
+            mnemo_client::runs::status_name(run.status)
         );
     }
     Ok(())
