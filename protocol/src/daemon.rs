@@ -116,7 +116,9 @@ pub struct IndexStatus {
 pub struct WatchedFolder {
     pub path: String,
     pub namespace: String,
-    /// `scanning` (the first pass over every file), `watching`, or `failed` (see `error`).
+    /// `scanning` (the first pass over every file), `watching`, `paused` (the folder is gone
+    /// or its drive not mounted: nothing is forgotten until it is back; see `error`), or
+    /// `failed` (see `error`).
     pub state: String,
     /// Notes read so far in this scan, and how many the scan found (progress).
     pub scanned: u64,

@@ -276,3 +276,60 @@ async fn a_pipe_or_a_template_note_cannot_stop_the_watch() {
     assert_eq!(folder.state, "watching", "{folder:?}");
     assert!(folder.error.is_none(), "{folder:?}");
 }
+
+/// A folder emptied while mnemod was down (a drive not mounted leaves its mount point empty),
+/// or deleted while watched, pauses: its memories are kept, status and doctor say why, and
+/// watching resumes by itself once the folder is back; a recreated folder is watched again.
+#[tokio::test]
+async fn a_folder_that_is_away_pauses_and_forgets_nothing_until_it_is_back() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().canonicalize().unwrap().join("notes");
+    let aside = home.path().canonicalize().unwrap().join("aside");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::create_dir(&aside).unwrap();
+    let a = root.join("trip.md");
+    std::fs::write(&a, "Book the ferry to Naxos.\n").unwrap();
+    let mut daemon = Daemon::start_configured(Embedder::Hashed, &config(&root), &[]);
+    let kept = wait_note(&daemon, &a, &["Book the ferry to Naxos."]).await;
+
+    // Unmounted while mnemod was down: an empty mount point.
+    daemon.stop();
+    std::fs::rename(&a, aside.join("trip.md")).unwrap();
+    daemon.restart();
+    let paused = wait_for(WAIT, "the watch to pause", || async {
+        let s = folder_status(&mut daemon.client().await).await;
+        (s.state == "paused").then_some(s)
+    })
+    .await;
+    assert!(paused.error.unwrap_or_default().contains("empty"));
+    let (watch, report) = daemon.doctor_check("watch");
+    assert_eq!(watch["verdict"], "warn", "{report}");
+    let mut c = daemon.client().await;
+    let still = of_note(&mut c, &a).await;
+    assert_eq!(still.len(), 1, "nothing forgotten while away");
+    assert_eq!(still[0].id, kept[0].id);
+
+    // Mounted again: watching resumes, and the note is the same memory.
+    std::fs::rename(aside.join("trip.md"), &a).unwrap();
+    wait_for(Duration::from_secs(60), "watching to resume", || async {
+        let s = folder_status(&mut daemon.client().await).await;
+        (s.state == "watching").then_some(())
+    })
+    .await;
+    assert_eq!(of_note(&mut c, &a).await[0].id, kept[0].id);
+
+    // Deleted while watched: paused, memories kept; recreated: watched again.
+    std::fs::remove_dir_all(&root).unwrap();
+    wait_for(WAIT, "the watch to pause", || async {
+        let s = folder_status(&mut daemon.client().await).await;
+        (s.state == "paused").then_some(())
+    })
+    .await;
+    assert_eq!(of_note(&mut c, &a).await.len(), 1, "nothing forgotten");
+    std::fs::create_dir(&root).unwrap();
+    let b = root.join("garden.md");
+    std::fs::write(&b, "Plant the tomatoes in May.\n").unwrap();
+    wait_note(&daemon, &b, &["Plant the tomatoes in May."]).await;
+    // Back with other notes: the note that is gone is forgotten now.
+    wait_note(&daemon, &a, &[]).await;
+}

@@ -26,13 +26,16 @@ const QUIET: Duration = Duration::from_millis(200);
 /// New notes are added together once they hold this many paragraphs: a few commits for a
 /// folder instead of one per note, and still a short hold on the embedder.
 const FRESH_BATCH: usize = 64;
-/// How often a folder that does not exist (yet) is looked for again.
+/// How often a folder that does not exist (yet), or that is away, is looked for again.
 const RETRY: Duration = Duration::from_secs(10);
 
 /// Why following stopped.
 enum Stop {
     Shutdown,
     Failed(String),
+    /// The folder is away (deleted, or its drive not mounted): following pauses, and
+    /// nothing it holds is forgotten until it is back.
+    Away(String),
 }
 
 impl From<Error> for Stop {
@@ -154,29 +157,85 @@ impl Follower {
         });
     }
 
+    /// Follows the folder until shutdown: waits for it to be there, scans it, takes in its
+    /// changes; when it goes away, pauses and waits for it again.
     pub async fn run(mut self) {
-        let folder = loop {
-            match Folder::open(&self.config) {
-                Ok(folder) => break folder,
-                Err(e) => {
-                    let error = format!("{e}; looked for again every {} s", RETRY.as_secs());
-                    if self
-                        .status
-                        .lock()
-                        .expect("watch status lock")
-                        .error
-                        .as_ref()
-                        != Some(&error)
-                    {
-                        self.fail(error);
-                    }
-                    tokio::select! {
-                        _ = self.shutdown.requested() => return,
-                        _ = tokio::time::sleep(RETRY) => {}
-                    }
+        loop {
+            let Some(folder) = self.wait_for_folder().await else {
+                return;
+            };
+            match self.watch(&folder).await {
+                Err(Stop::Failed(e)) => return self.fail(e),
+                Err(Stop::Away(why)) => self.pause(why),
+                Ok(()) | Err(Stop::Shutdown) => return,
+            }
+        }
+    }
+
+    /// The folder once it exists, looked for every [`RETRY`]; None at shutdown.
+    async fn wait_for_folder(&mut self) -> Option<Folder> {
+        loop {
+            let error = match Folder::open(&self.config) {
+                Ok(folder) => match self.away(&folder) {
+                    None => return Some(folder),
+                    Some(why) => why,
+                },
+                Err(e) => e,
+            };
+            let error = format!("{error}; looked for again every {} s", RETRY.as_secs());
+            let told = self.status.lock().expect("watch status lock").error.clone();
+            if told.as_ref() != Some(&error) {
+                if self.notes.is_empty() {
+                    self.fail(error);
+                } else {
+                    self.pause(error);
                 }
             }
-        };
+            tokio::select! {
+                _ = self.shutdown.requested() => return None,
+                _ = tokio::time::sleep(RETRY) => {}
+            }
+        }
+    }
+
+    /// Why the folder is away, if it is: gone, or empty while notes of it are remembered (a
+    /// drive not mounted leaves its mount point empty). A folder emptied while watched was
+    /// emptied note by note, each forgotten as it went, so it is never taken for away.
+    fn away(&self, folder: &Folder) -> Option<String> {
+        if !folder.root.is_dir() {
+            return Some(self.gone());
+        }
+        let empty = std::fs::read_dir(&folder.root).is_ok_and(|mut d| d.next().is_none());
+        (empty && !self.notes.is_empty()).then(|| {
+            format!(
+                "{} is empty, but {} memories came from its notes (a drive not mounted?)",
+                self.config.path.display(),
+                self.memories()
+            )
+        })
+    }
+
+    fn gone(&self) -> String {
+        format!(
+            "{} is gone (deleted, moved, or its drive not mounted)",
+            self.config.path.display()
+        )
+    }
+
+    /// Following pauses: the status says why, and nothing is forgotten.
+    fn pause(&self, why: String) {
+        tracing::warn!(
+            "watch {}: paused: {why}; nothing is forgotten until it is back",
+            self.config.path.display()
+        );
+        self.set(|s| {
+            s.state = "paused".into();
+            s.error = Some(why);
+        });
+    }
+
+    /// Watches `folder`: events from before the scan on, the scan, then its changes.
+    async fn watch(&mut self, folder: &Folder) -> Result<(), Stop> {
         // Watching starts before the scan, so a change made during it is not missed.
         let (tx, mut events) = mpsc::unbounded_channel();
         let watcher =
@@ -193,21 +252,13 @@ impl Follower {
                 w.watch(&folder.root, notify::RecursiveMode::Recursive)
                     .map(|_| w)
             });
-        let _watcher = match watcher {
-            Ok(w) => w,
-            Err(e) => {
-                return self.fail(format!(
-                    "cannot watch it: {e} (on Linux, a folder of many subfolders may need a higher fs.inotify.max_user_watches)"
-                ))
-            }
-        };
-        let followed = async {
-            self.scan(&folder).await?;
-            self.follow(&folder, &mut events).await
-        };
-        if let Err(Stop::Failed(e)) = followed.await {
-            self.fail(e);
-        }
+        let _watcher = watcher.map_err(|e| {
+            Stop::Failed(format!(
+                "cannot watch it: {e} (on Linux, a folder of many subfolders may need a higher fs.inotify.max_user_watches)"
+            ))
+        })?;
+        self.scan(folder).await?;
+        self.follow(folder, &mut events).await
     }
 
     /// The memories the folder's notes made before, from the store.
@@ -252,6 +303,9 @@ impl Follower {
     async fn scan(&mut self, folder: &Folder) -> Result<(), Stop> {
         let started = Instant::now();
         self.load(folder).await?;
+        if let Some(why) = self.away(folder) {
+            return Err(Stop::Away(why));
+        }
         let listing = folder.list(&folder.root);
         for (path, why) in &listing.skipped {
             tracing::info!("watch: skipping {}: {why}", path.display());
@@ -321,12 +375,20 @@ impl Follower {
         events: &mut mpsc::UnboundedReceiver<PathBuf>,
     ) -> Result<(), Stop> {
         let debounce = Duration::from_millis(self.config.debounce_ms);
+        // A drive unmounted sends no event for its notes: the folder is looked at now and then.
+        let mut look = tokio::time::interval(RETRY);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let first = tokio::select! {
+                biased;
                 _ = self.shutdown.requested() => return Ok(()),
                 path = events.recv() => match path {
                     Some(path) => path,
                     None => return Ok(()),
+                },
+                _ = look.tick() => match self.away(folder) {
+                    Some(why) => return Err(Stop::Away(why)),
+                    None => continue,
                 },
             };
             let mut changed = BTreeSet::from([first]);
@@ -338,6 +400,10 @@ impl Follower {
     }
 
     async fn take_in(&mut self, folder: &Folder, changed: BTreeSet<PathBuf>) -> Result<(), Stop> {
+        // The folder itself gone (deleted, or unmounted): its notes are away, not deleted.
+        if !folder.root.is_dir() {
+            return Err(Stop::Away(self.gone()));
+        }
         let mut touched = BTreeSet::new();
         let mut vanished = Vec::new();
         for path in changed {

@@ -409,6 +409,15 @@ async fn daemon(checks: &mut Vec<Check>, socket: &Path) {
                     ),
                     Some("mend what it names, then restart mnemod"),
                 ),
+                ("paused", error) => (
+                    Verdict::Warn,
+                    format!(
+                        "{}: paused ({}); its memories are kept",
+                        w.path,
+                        error.as_deref().unwrap_or("the folder is away")
+                    ),
+                    Some("mount the drive or put the folder back; watching resumes by itself"),
+                ),
                 (state, _) if w.skipped > 0 => (
                     Verdict::Info,
                     format!(

@@ -90,6 +90,11 @@ impl Output {
                 let what = match w.state.as_str() {
                     "scanning" => format!("scanning {}/{} notes", w.scanned, w.files),
                     "failed" => format!("FAILED: {}", w.error.as_deref().unwrap_or("?")),
+                    "paused" => format!(
+                        "PAUSED: {}; its {} memories are kept",
+                        w.error.as_deref().unwrap_or("the folder is away"),
+                        w.memories
+                    ),
                     state => format!("{state}: {} memories from {} notes", w.memories, w.files),
                 };
                 let skipped = match w.skipped {
