@@ -111,9 +111,9 @@ fn init_logging(config: &Config, filter: tracing_subscriber::EnvFilter) {
 
 /// glibc's allocator tuning for the whole process: set before any thread starts.
 fn tune_memory() {
-    // glibc gives every thread that allocates its own 64 MB arena and keeps what each freed:
-    // with Lance's and Tokio's threads that held 578 MB allocated at 100k memories after a
-    // search bench, 358 MB with two arenas, at the same latency. A user's own MALLOC_ARENA_MAX
+    // glibc gives every thread that allocates an arena of its own and keeps what each freed;
+    // with Lance's and Tokio's threads that is hundreds of MB held for nothing, and two arenas
+    // search as fast (`docs/benchmarks.md`, process tuning). A user's own MALLOC_ARENA_MAX
     // wins.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
@@ -124,10 +124,8 @@ fn tune_memory() {
         }
     }
     // glibc raises its mmap threshold to the largest block freed (up to 32 MB), after which
-    // the large transient buffers of Lance's reads come from the arenas and stay there: at 1M
-    // memories a first consolidation's RSS topped at 632 MB rather than 684 (storage), 582
-    // rather than 608 (dedup), with 256 KB fixed, at the same pace. A user's own
-    // MALLOC_MMAP_THRESHOLD_ wins.
+    // the large transient buffers of Lance's reads come from the arenas and stay there; a
+    // fixed threshold gives them back. A user's own MALLOC_MMAP_THRESHOLD_ wins.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
         // SAFETY: as above.
@@ -135,19 +133,16 @@ fn tune_memory() {
             libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
         }
     }
-    // Lance reads up to 2 GiB ahead of a scan's consumer by default; the storage phase's
-    // compaction at 1M memories topped at 523 MB rather than 550 with 32 MiB, and searches
-    // at 100k kept their p95 (4.6 ms rather than 5.0–6.7). Lance reads it at its first scan.
+    // Lance reads up to 2 GiB ahead of a scan's consumer by default; 32 MiB keeps a large
+    // compaction's memory down and searches as fast. Lance reads it at its first scan.
     lance_default("LANCE_DEFAULT_IO_BUFFER_SIZE", 32 << 20);
     // Lance holds up to 128 MiB of an ANN fold's new rows, assigned to partitions, before it
-    // writes them out: at 1M MiniLM memories the fold of the 32,768 rows a purge wrote again
-    // raised RSS by 139 MB (to 606 MB), by 69 MB with 16 MiB, in the same time (4.9 s).
+    // writes them out; 16 MiB halves what a large fold adds to the resident memory, in the
+    // same time.
     lance_default("LANCE_SHUFFLE_BATCH_BYTES", 16 << 20);
     // Lance scores a full-text index's partitions 16 to a task, so the segments of a large
-    // store's index (`store.advanced.text_index_segment_rows`) were scored one after another on one
-    // core: at 1M memories (the bench's words) a text search took p50 / p95 13.7 / 23.0 ms
-    // through the socket rather than 8.0 / 13.6 with a task each, hybrid 23.5 / 31.8 rather
-    // than 21.7 / 29.8.
+    // store's index (`store.advanced.text_index_segment_rows`) were scored one after another
+    // on one core; a task each lets them run at once.
     lance_default("LANCE_FTS_SEARCH_CHUNK", 1);
 }
 

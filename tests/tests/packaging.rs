@@ -185,6 +185,8 @@ fn every_binary_prints_its_man_page() {
         assert!(out.status.success());
         let page = String::from_utf8_lossy(&out.stdout);
         assert!(page.contains(&format!(".TH {bin} 1")), "{bin}: {page}");
+        // Its commands are on the page itself: it refers to no page that is not shipped.
+        assert!(!page.contains("(1)"), "{bin}: {page}");
         // NAME says what the program is, as `-h` does; not what its crate holds.
         let help = Command::new(workspace_bin(bin)).arg("-h").output().unwrap();
         let help = String::from_utf8_lossy(&help.stdout);

@@ -1,11 +1,10 @@
 //! Folds of new rows into a table's indexes and compactions of its small fragments, made
-//! in two parts: their files written beside the writer (seconds at 1M memories: the fold
-//! of the full-text index alone took 4.7 s), then committed in the writer's turn, which
-//! takes a commit's time. Committed beside it too, folds and compactions lost every race to
-//! a load of single adds at 1M memories (Lance builds its manifest again each try, and an
-//! add committed first each time); run whole in the writer's turn instead, they held every
-//! write for 9–14 s. A compaction that moves the indexes' rows writes their segments again
-//! beside the writer too, before its turn (`remap.rs`).
+//! in two parts: their files written beside the writer (seconds at 1M memories), then
+//! committed in the writer's turn, which takes a commit's time. Committed beside it too,
+//! folds and compactions lose every race to a steady load of single adds (Lance builds its
+//! manifest again each try); run whole in the writer's turn, they hold every write for
+//! seconds. A compaction that moves the indexes' rows writes their segments again beside the
+//! writer too, before its turn (`remap.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -33,10 +32,8 @@ pub struct FoldBounds {
     /// Rows one full-text segment holds at most.
     pub text_segment_rows: u64,
     /// At most; [`ANN_FLAT_TAIL_SHARE`] of the rows the index holds while that is fewer.
-    /// Each segment costs every search served by the index, however few rows it holds: at
-    /// 1M memories, a segment of 4,300 rows beside the one of 1M made such a search's RSS
-    /// 637 MB rather than 543 and four segments 725 MB, where a tail of those rows scanned
-    /// flat left it at 525–561 MB.
+    /// Each segment costs every search served by the index in memory, however few rows it
+    /// holds, where a small tail scanned flat costs little.
     pub ann_flat_tail_rows: u64,
 }
 
@@ -50,10 +47,9 @@ impl FoldBounds {
 }
 
 /// The share of the ANN index's rows a tail scanned flat may reach (up to
-/// `store.advanced.ann_flat_tail_rows`). Lance reads each such row's vector and compares it whole:
-/// at 100k MiniLM memories a tail of 4,200 made a search through the index 24.1 → 33.5 ms
-/// (2.2 µs a row, where the index's search at effort 0.75 costs 0.12–0.24 µs a row it
-/// holds), so a tail of 1/128 adds a tenth or so.
+/// `store.advanced.ann_flat_tail_rows`). Lance reads each such row's vector and compares it
+/// whole, about ten times what the index costs a row it holds, so a tail of 1/128 adds a
+/// tenth or so to a search.
 const ANN_FLAT_TAIL_SHARE: u64 = 128;
 
 /// The share of the rows of the ANN index's older segment that its newest segment, with the
@@ -72,13 +68,12 @@ pub enum Fold {
     Segment,
     /// Writes have paused: the ANN index's segments (and any new rows) are merged into one,
     /// its partitions as they are, since every segment costs every search the index serves
-    /// (at 1M memories, a second one of 8,400 rows made such searches' RSS 638 MB rather
-    /// than 525–561). Nothing to do when it has one segment. Between loads, not within one:
+    /// memory. Nothing to do when it has one segment. Between loads, not within one:
     /// each such merge writes the whole index again.
     Settle,
     /// Segments and new rows are merged into one: what idle time is for, since every
-    /// segment costs every search (at 100k memories, 3 segments made the vector leg
-    /// 13.3 → 15.7 ms). Nothing to do when there is one segment and no new row in any index.
+    /// segment costs every search time. Nothing to do when there is one segment and no new
+    /// row in any index.
     Whole,
 }
 
@@ -88,9 +83,8 @@ pub enum Fold {
 /// A full-text index is folded in segments of at most `bounds.text_segment_rows` rows: new
 /// rows join its last segment while that has room and start a new one after. Lance merges new
 /// rows into a segment by loading all of it into memory and writing it again, so with one
-/// segment every fold of a load held and rewrote the whole index every 10–20 s (loading 1M
-/// MiniLM memories, RSS 617–655 MB past 950k); with segments of 262,144 rows a fold holds
-/// and writes only the last (499–609 MB there).
+/// segment every fold of a load would hold and rewrite the whole index; with bounded
+/// segments a fold holds and writes only the last.
 async fn options(
     table: &Table,
     how: Fold,
@@ -129,9 +123,8 @@ async fn options(
     // A segment fold read only the ANN index's stats: `unindexed` is its new rows. Past
     // the flat tail they join the newest segment or become one, fitted to the partitions
     // as they are; the partitions are split and joined only where every segment is merged
-    // anyway. Left to choose, Lance split a partition within a segment fold and merged
-    // every segment with it: at 1M memories a fold of 32,768 rows took 5.0 s and 389 MB
-    // of RSS in a process of its own, where a segment of them took 1.4 s and 294 MB.
+    // anyway. Left to choose, Lance splits a partition within a segment fold and merges
+    // every segment with it, several times the time and memory of a segment of them.
     let flat_tail = (ann_indexed / ANN_FLAT_TAIL_SHARE).min(bounds.ann_flat_tail_rows);
     let mut ann_fold = match how {
         Fold::Whole if ann.segments <= 1 && unindexed == 0 => return Ok(Vec::new()),
@@ -274,9 +267,9 @@ pub(super) async fn build_fold(
 }
 
 /// Rows compaction fills a fragment with. Fragments this large are left alone, so one
-/// compaction rewrites about this many rows at most (about half a second here) however large
-/// the table, while a search's reads of scattered rows touch few fragments (at 100k rows,
-/// 60 fragments of 500 made reading 50 whole rows half again as slow as 2 fragments did).
+/// compaction rewrites about this many rows at most however large the table, while a
+/// search's reads of scattered rows touch few fragments (each fragment a read touches costs
+/// it a read).
 pub(crate) const FRAGMENT_ROWS: usize = 32_768;
 
 /// Compaction that merges the fragments smaller than [`FRAGMENT_ROWS`].
@@ -284,11 +277,10 @@ pub(super) fn small_fragments_merged() -> CompactionOptions {
     CompactionOptions {
         target_rows_per_fragment: FRAGMENT_ROWS,
         // The remap computes each moved row's new place from the merges' row ranges
-        // rather than a map of every moved row (at 1M memories a 26 MB table).
+        // rather than a map of every moved row.
         index_remap_mode: IndexRemapMode::Compact,
-        // Reads of the merged fragments in batches of 1,024 rows rather than Lance's 8,192:
-        // at 1M memories the storage phase topped at 654–657 MB of RSS rather than 680–708
-        // (two runs each).
+        // Reads of the merged fragments in batches of 1,024 rows rather than Lance's 8,192,
+        // which keeps a large compaction's memory down.
         batch_size: Some(1024),
         ..Default::default()
     }
@@ -297,8 +289,8 @@ pub(super) fn small_fragments_merged() -> CompactionOptions {
 /// Which fragments a compaction merges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Merged {
-    /// Only those no index covers: the merge moves no index's rows. At 1M memories, moving
-    /// them (252 fragments merged) wrote 8 index segments again in 7.1 s.
+    /// Only those no index covers: the merge moves no index's rows (moving them writes
+    /// every index segment covering them again).
     Unindexed,
     /// Any the compaction's options pick.
     Any,

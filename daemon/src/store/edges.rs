@@ -12,10 +12,12 @@ use mnemo_protocol::time::format_micros;
 
 use super::column::table_rows;
 use super::error::StoreError;
+use super::op::WriteOp;
 use super::sql::{col, matching, Pred};
 use super::tables::open_or_create;
-use super::WriteOp;
 
+/// The edge types with an entity end, whose ends an encryption keys.
+pub const REKEYED: [EdgeType; 2] = [EdgeType::Mentions, EdgeType::RelatesTo];
 pub const EDGES: &str = "edges";
 /// Most ends one lookup names (larger sets are looked up in chunks).
 const LOOKUP_CHUNK: usize = 500;
@@ -224,14 +226,14 @@ impl EdgeTable {
 
     /// Every edge with an entity end again with that end keyed by `key` (idempotent): an
     /// encryption leaves no name in the edges either. A pair of entities keeps its lower key
-    /// first, as consolidation makes it.
-    pub async fn rekey_entities(
+    /// first, as consolidation makes it. Written by deleting each type (`delete_type`) and
+    /// appending these (`Store::encrypt`).
+    pub async fn rekeyed_entities(
         &self,
-        writer: &super::WriterHandle,
         key: &(dyn Fn(&str) -> String + Sync),
-    ) -> Result<u64, StoreError> {
+    ) -> Result<Vec<EdgeRecord>, StoreError> {
         let mut rekeyed = Vec::new();
-        for edge_type in [EdgeType::Mentions, EdgeType::RelatesTo] {
+        for edge_type in REKEYED {
             let rows = self.rows(&col("edge_type").eq(edge_type.as_str())).await?;
             rekeyed.extend(rows.iter().map(|e| {
                 let mut again = e.clone();
@@ -247,12 +249,8 @@ impl EdgeTable {
                 again.id = edge_id(&e.namespace, e.edge_type, &again.src(), &again.dst());
                 again
             }));
-            writer.submit(self.delete_type(edge_type)).await?;
         }
-        for chunk in rekeyed.chunks(10_000) {
-            writer.submit(self.append(chunk)?).await?;
-        }
-        Ok(rekeyed.len() as u64)
+        Ok(rekeyed)
     }
 
     /// Deletes the RELATES_TO edges of these entities (keys) of `namespace`: entities no

@@ -129,9 +129,15 @@ impl Store {
         }
         sealed += self.writer().submit(WriteOp::Seal { finish: true }).await?;
         self.meta_set(MODE, SEALED).await?;
-        self.edges
-            .rekey_entities(self.writer(), &|k| self.entity_key(k))
-            .await?;
+        let rekeyed = self.edges.rekeyed_entities(&|k| self.entity_key(k)).await?;
+        for edge_type in super::edges::REKEYED {
+            self.writer()
+                .submit(self.edges.delete_type(edge_type))
+                .await?;
+        }
+        for chunk in rekeyed.chunks(10_000) {
+            self.writer().submit(self.edges.append(chunk)?).await?;
+        }
         self.purge().await?;
         tracing::info!(
             "encrypted {sealed} memories with the key in the {}",

@@ -9,9 +9,9 @@ use lancedb::arrow::arrow_schema::SchemaRef;
 use lancedb::{Connection, Table};
 
 use super::error::StoreError;
+use super::op::WriteOp;
 use super::sql::{col, matching, Pred};
 use super::tables::open_or_create;
-use super::WriteOp;
 
 /// A row type declared with `table_rows!`.
 pub trait Rows: Sized {

@@ -58,7 +58,7 @@ use crate::config::StoreConfig;
 use counts::Counts;
 use mnemo_protocol::daemon::MemoryCounts;
 
-pub const MEMORIES: &str = "memories";
+pub use tables::MEMORIES;
 const META: &str = "meta";
 
 pub struct Store {

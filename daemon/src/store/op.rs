@@ -106,11 +106,11 @@ impl WriteOp {
     pub(super) fn reach(&self) -> Reach<'_> {
         match self {
             WriteOp::Insert(_) => Reach::Joins {
-                table: super::MEMORIES,
+                table: super::tables::MEMORIES,
                 sort: 0,
             },
             WriteOp::Upsert(_) => Reach::Joins {
-                table: super::MEMORIES,
+                table: super::tables::MEMORIES,
                 sort: 1,
             },
             WriteOp::Append { table, .. } => Reach::Joins {

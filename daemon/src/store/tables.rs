@@ -8,6 +8,9 @@ use lancedb::{Connection, Table};
 
 use super::error::StoreError;
 
+/// The memories' table.
+pub const MEMORIES: &str = "memories";
+
 pub(super) async fn open_or_create(
     db: &Connection,
     names: &[String],

@@ -113,14 +113,19 @@ pub struct AddArgs {
 
 #[derive(Args, Debug, Default)]
 pub struct FilterArgs {
+    /// Only memories of this namespace (all namespaces when not given).
     #[arg(long, short)]
     namespace: Option<String>,
+    /// Only memories of this kind.
     #[arg(long)]
     kind: Option<MemoryKind>,
+    /// Only memories of this domain (e.g. work, health).
     #[arg(long)]
     domain: Option<String>,
+    /// Only memories recorded in this session (its id).
     #[arg(long)]
     session: Option<String>,
+    /// Only memories from this source (as stored, e.g. `file:/home/me/notes/a.md`).
     #[arg(long)]
     source: Option<String>,
     /// Happened at or after this time.

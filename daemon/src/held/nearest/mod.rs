@@ -1,12 +1,11 @@
 //! The current memories' vectors held in memory at 8 bits a component, scanned whole for
-//! the vector leg of a search, with what ranking reads of each. At 100k MiniLM memories
-//! Lance's ANN index answered in ~12 ms (its IVF partitions, the prefilter on current rows of
-//! a namespace and the refine read); a scan of 100k × 384 bytes takes ~2 ms on one core and
-//! finds the exact neighbours but for 8-bit rounding, which what the rounding left (held at
-//! 4 bits) then corrects for the few candidates. Past `store.advanced.vectors_in_memory_max_rows`
-//! two bits a component of each vector's rotation are held and scanned (`codes/signs.rs`,
-//! `store.advanced.vector_signs`), or with that off the ANN index serves: at 1M hashed memories it
-//! took ~35 ms p50, and reading its partitions kept ~150 MB of LanceDB's caches.
+//! the vector leg of a search, with what ranking reads of each. A scan of every held vector
+//! is several times faster than Lance's ANN index at 100k memories (no partitions, prefilter
+//! or refine read) and finds the exact neighbours but for 8-bit rounding, which what the
+//! rounding left (held at 4 bits) then corrects for the few candidates (`docs/benchmarks.md`).
+//! Past `store.advanced.vectors_in_memory_max_rows` two bits a component of each vector's
+//! rotation are held and scanned (`codes/signs.rs`, `store.advanced.vector_signs`), or with
+//! that off the ANN index serves, slower and with more of LanceDB's caches held.
 //!
 //! Lance stays the truth. Only current rows are held: new memories join as they are written,
 //! a new version takes its old version's place, and writes that close, delete or re-embed
@@ -42,8 +41,7 @@ use crate::store::sql::{col, Pred};
 use crate::store::{MemoryRecord, StoreError};
 
 /// Vectors one scan of the codes answers at once in [`Held::nearest_held_each`]: more
-/// share the scan's loop, but hold the thread longer between searches (at 1M signed rows
-/// the scan takes ~0.7 ms of a core a vector, by `perf` during a first dedup).
+/// share the scan's loop, but hold the thread longer between searches.
 const QUERIES_A_SCAN: usize = 16;
 
 /// The codes and when they were read. Past `max_vector_rows` current memories they are
