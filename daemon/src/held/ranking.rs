@@ -1,7 +1,6 @@
 //! What ranking reads of each memory whose codes are held (`nearest.rs`), kept beside them
-//! so a search ranks its candidates without reading their rows: at 100k memories the read
-//! of the vector leg's 50 candidates took ~5 ms of a ~16 ms search, and the text leg's
-//! ranking columns ~2 ms more.
+//! so a search ranks its candidates without reading their rows, which was a third of a
+//! search's time at 100k memories (`docs/benchmarks.md`, held in memory).
 //!
 //! The values follow the writer's inserts and upserts, which carry whole rows. A bulk update
 //! or patch of one of these columns (consolidation's decay, the LLM's reading of names) says

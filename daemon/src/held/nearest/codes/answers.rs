@@ -1,9 +1,8 @@
 //! What a search answers with of each held memory beyond what ranking reads (`held.rs`):
 //! its text, metadata, content hash, accesses and salience factors ([`HELD_ANSWERS`]). The
-//! rows a search answers with then need no take from Lance: at 100k memories that take was
-//! ~4 ms of a ~13 ms search, most of it a fixed cost per column and fragment read (a take of
-//! two columns still cost ~2.8 ms); at 1M hashed memories, whose 10 rows lay in 10 of 194
-//! fragments, ~3.5 ms however few columns (0.7 ms from one fragment).
+//! rows a search answers with then need no take from Lance, whose cost is mostly fixed per
+//! column and fragment read, so even a take of few columns costs much of it
+//! (`docs/benchmarks.md`, held in memory).
 //!
 //! A row's text and metadata lie end to end with every other's (a string a row took ~40
 //! bytes more), its other values in a fixed record. Held with the whole codes, both are in
