@@ -16,6 +16,7 @@ use crate::events::{Event, EventBus};
 use crate::held::Held;
 use crate::shutdown::Shutdown;
 use crate::store::beside::Fold;
+use crate::store::indexes::IndexState;
 use crate::store::indexes::FOLD_EACH_PASS_AFTER_ROWS;
 use crate::store::rewrite::BOOKKEEPING_VERSIONS_KEPT;
 use crate::store::versions::{VersionBound, WithinBound};
@@ -56,23 +57,18 @@ impl Maintenance {
         self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Reads the indexes' state, with what is held in memory, and keeps it for status.
-    async fn look(&self) {
-        match self.store.index_state().await {
-            Ok(state) => {
-                let status = IndexStatus {
-                    rows: state.rows as u64,
-                    ann: state.has_vector_index,
-                    ann_min_rows: state.ann_min_rows as u64,
-                    unindexed_rows: state.unindexed_rows as u64,
-                    settled: state.settled && self.held.placed(),
-                    held_vectors: self.held.vector_rows().map(|n| n as u64),
-                    held_vector_signs: self.held.signed(),
-                };
-                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
-            }
-            Err(e) => tracing::warn!("reading the index state failed: {e}"),
-        }
+    /// Keeps `state` for status, with what is held in memory now.
+    fn record(&self, state: &IndexState) {
+        let status = IndexStatus {
+            rows: state.rows as u64,
+            ann: state.has_vector_index,
+            ann_min_rows: state.ann_min_rows as u64,
+            unindexed_rows: state.unindexed_rows as u64,
+            settled: state.settled && self.held.placed(),
+            held_vectors: self.held.vector_rows().map(|n| n as u64),
+            held_vector_signs: self.held.signed(),
+        };
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
     }
 
     /// The maintenance task: a pass every [`MAINTENANCE_EVERY`], a fold whenever the writer
@@ -143,13 +139,26 @@ impl Maintenance {
         available_memory: &impl Fn() -> Option<u64>,
     ) {
         let store = &self.store;
-        match Box::pin(store.maintain_indexes(FOLD_EACH_PASS_AFTER_ROWS)).await {
-            Ok(done) => self.publish_all(done),
-            Err(e) => tracing::warn!("index maintenance failed: {e}"),
+        let mut state = Box::pin(store.index_state()).await;
+        let mut changed = false;
+        match &state {
+            Ok(read) => {
+                match Box::pin(store.maintain_indexes_as(read, FOLD_EACH_PASS_AFTER_ROWS)).await {
+                    Ok(done) => {
+                        changed |= !done.is_empty();
+                        self.publish_all(done);
+                    }
+                    Err(e) => tracing::warn!("index maintenance failed: {e}"),
+                }
+            }
+            Err(e) => tracing::warn!("reading the index state failed: {e}"),
         }
         // In this task, so no purge (which deletes unreferenced files) runs during a build.
         match Box::pin(store.maintain_vector_index()).await {
-            Ok(done) => self.publish_all(done),
+            Ok(done) => {
+                changed |= done.is_some();
+                self.publish_all(done);
+            }
             Err(e) => tracing::warn!("building the ANN index failed (retried later): {e}"),
         }
         if let Err(e) = Box::pin(self.held.refresh()).await {
@@ -164,8 +173,16 @@ impl Maintenance {
                 bytes >> 20
             );
         }
-        // Status shows the indexes as they are after this pass.
-        Box::pin(self.look()).await;
+        // Status shows the indexes as they are after this pass: read again only where the
+        // pass changed them.
+        if changed {
+            state = Box::pin(store.index_state()).await;
+        }
+        match &state {
+            Ok(state) => self.record(state),
+            Err(e) if changed => tracing::warn!("reading the index state failed: {e}"),
+            Err(_) => {}
+        }
         let prune = passes
             .last_prune
             .is_none_or(|t| t.elapsed() >= BOOKKEEPING_VERSIONS_KEPT);

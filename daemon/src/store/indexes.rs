@@ -156,7 +156,16 @@ impl Store {
         fold_after_rows: usize,
     ) -> Result<Vec<&'static str>, StoreError> {
         let state = self.index_state().await?;
-        let paused = self.writes_paused(&state);
+        self.maintain_indexes_as(&state, fold_after_rows).await
+    }
+
+    /// [`Store::maintain_indexes`] from `state`, the indexes as the caller just read them.
+    pub async fn maintain_indexes_as(
+        &self,
+        state: &IndexState,
+        fold_after_rows: usize,
+    ) -> Result<Vec<&'static str>, StoreError> {
+        let paused = self.writes_paused(state);
         let mut done = Vec::new();
         if state.rows == 0 {
             return Ok(done);

@@ -29,6 +29,11 @@ const FRESH_BATCH: usize = 64;
 /// How often a folder that does not exist (yet), or that is away, is looked for again.
 const RETRY: Duration = Duration::from_secs(10);
 
+/// `why` the folder is not followed, and that it is looked for again.
+fn looked_for_again(why: String) -> String {
+    format!("{why}; looked for again every {} s", RETRY.as_secs())
+}
+
 /// Why following stopped.
 enum Stop {
     Shutdown,
@@ -166,7 +171,7 @@ impl Follower {
             };
             match self.watch(&folder).await {
                 Err(Stop::Failed(e)) => return self.fail(e),
-                Err(Stop::Away(why)) => self.pause(why),
+                Err(Stop::Away(why)) => self.pause(looked_for_again(why)),
                 Ok(()) | Err(Stop::Shutdown) => return,
             }
         }
@@ -182,7 +187,7 @@ impl Follower {
                 },
                 Err(e) => e,
             };
-            let error = format!("{error}; looked for again every {} s", RETRY.as_secs());
+            let error = looked_for_again(error);
             let told = self.status.lock().expect("watch status lock").error.clone();
             if told.as_ref() != Some(&error) {
                 if self.notes.is_empty() {
